@@ -1,0 +1,278 @@
+"""The ``judge`` command line. Only this module (and the server) read stdin, print and exit.
+
+Subcommands that need heavier modules (the service, evals, tuning) import them lazily so
+``judge run`` and ``judge claude-code`` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from judge.errors import ConfigError, ContextError
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a configurable exit code for usage errors."""
+
+    error_exit = 1
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(self.error_exit, f"{self.prog}: error: {message}\n")
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+# ---------------------------------------------------------------------------
+# judge validate / judge config schema
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from judge.config import EVENTS, load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(problem)
+        return 1
+    for event in EVENTS:
+        hooks = config.hooks.for_event(event)
+        custom = sum(len(a.hooks.for_event(event)) for a in config.custom_agents.values())
+        if not hooks and not custom:
+            continue
+        kinds = {t: sum(1 for h in hooks if h.type == t) for t in ("prompt", "command")}
+        line = f"{event}: {len(hooks)} hook(s) ({kinds['prompt']} prompt, {kinds['command']} command)"
+        if custom:
+            line += f", {custom} in custom agents"
+        print(line)
+    if not any(
+        config.hooks.for_event(e) or any(a.hooks.for_event(e) for a in config.custom_agents.values())
+        for e in EVENTS
+    ):
+        print("no hooks configured")
+    return 0
+
+
+def cmd_config_schema(args: argparse.Namespace) -> int:
+    from judge.config import config_json_schema
+
+    print(json.dumps(config_json_schema(), indent=2))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# judge run
+
+
+def _read_context(path: str | None) -> Any:
+    if path is not None:
+        text = Path(path).read_text(encoding="utf-8")
+        source = path
+    else:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ContextError("no context: pass --context FILE or pipe the context JSON on stdin")
+        text = sys.stdin.read()
+        source = "stdin"
+    if not text.strip():
+        raise ContextError(f"no context JSON on {source}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContextError(
+            f"malformed context JSON in {source} at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from judge.audit import AuditLog
+    from judge.config import EVENTS, load_config
+    from judge.engine import Engine
+    from judge.gate import Gate
+    from judge.state import Store
+
+    if args.event not in EVENTS:
+        _err(f"unknown event {args.event!r} (expected one of {', '.join(EVENTS)})")
+        return 1
+    if args.session and not args.state:
+        _err("--session needs --state DB to keep the rejection count")
+        return 1
+    try:
+        config = load_config(args.config)
+        context = _read_context(args.context)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"{exc.source}: {problem}" if exc.source else problem)
+        return 1
+    except (ContextError, OSError) as exc:
+        _err(str(exc))
+        return 1
+    if args.transcript and not Path(args.transcript).is_file():
+        _err(f"transcript not found: {args.transcript}")
+        return 1
+    store = Store(args.state) if args.state else None
+    audit = AuditLog(args.data_dir) if args.data_dir else None
+    gate = Gate(Engine(config), store=store, audit=audit)
+    try:
+        decision = asyncio.run(
+            gate.decide(args.event, context, transcript=args.transcript, session_id=args.session)
+        )
+    except ContextError as exc:
+        _err(str(exc))
+        return 1
+    print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Lazily imported subcommands (owned by their modules)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from judge.server import serve_main
+
+    return serve_main(args)
+
+
+def cmd_claude_code(args: argparse.Namespace) -> int:
+    from judge.integrations.claude_code import main as claude_code_main
+
+    return claude_code_main(args)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from judge.evaluation.cli import eval_main
+
+    return eval_main(args)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from judge.tuning.cli import tune_main
+
+    return tune_main(args)
+
+
+def cmd_datasets_convert(args: argparse.Namespace) -> int:
+    from judge.evaluation.datasets import convert_main
+
+    return convert_main(args)
+
+
+# ---------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="judge",
+        description="An LLM-as-judge quality gate for AI agents.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("validate", help="validate a hook configuration")
+    p.add_argument("config", help="YAML or JSON hook configuration")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("config", help="configuration helpers")
+    csub = p.add_subparsers(dest="config_command", required=True, parser_class=_Parser)
+    s = csub.add_parser("schema", help="print the JSON Schema of the configuration")
+    s.set_defaults(func=cmd_config_schema)
+
+    p = sub.add_parser("run", help="evaluate one hook event and print the decision JSON")
+    p.add_argument("--config", required=True, help="hook configuration (YAML or JSON)")
+    p.add_argument("--event", required=True, help="Stop, SubagentStop, PostToolUse, PreToolUse")
+    p.add_argument("--context", help="context JSON file (default: stdin)")
+    p.add_argument("--transcript", help="transcript file when the context has no execution_summary")
+    p.add_argument("--session", help="session id for the Stop rejection count (needs --state)")
+    p.add_argument("--state", help="SQLite state file keeping rejection counts")
+    p.add_argument("--data-dir", help="write audit_log.jsonl / session_summaries.jsonl here")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("serve", help="run the HTTP gate service")
+    p.add_argument("--config", help="agent-level hook configuration (YAML or JSON)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8080)
+    p.add_argument("--data-dir", default="data", help="state DB and audit logs (default: ./data)")
+    p.add_argument("--transcripts-dir", help="execution_summary paths must be inside this folder")
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("claude-code", help="run as a Claude Code command hook (stdin -> stdout)")
+    p.add_argument("--config", help="hook configuration (default: $JUDGE_CONFIG)")
+    p.add_argument("--state", help="SQLite state file (default: $JUDGE_STATE or a user data dir)")
+    p.add_argument("--data-dir", help="audit log folder (default: $JUDGE_DATA_DIR)")
+    p.set_defaults(func=cmd_claude_code)
+
+    p = sub.add_parser("eval", help="run an eval suite over recorded responses")
+    p.add_argument("suite", help="suite YAML file")
+    p.add_argument("--out", required=True, help="output folder for results and reports")
+    p.add_argument("--concurrency", type=int, default=None, help="parallel judgements")
+    p.add_argument("--repeats", type=int, default=None, help="judge each case K times")
+    p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
+    p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
+    p.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when METRIC is below VALUE (repeatable), e.g. recall=0.8",
+    )
+    p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(func=cmd_eval)
+    p.error_exit = 2  # type: ignore[attr-defined]
+
+    p = sub.add_parser("tune", help="tune a prompt hook against a labelled suite")
+    p.add_argument("suite", nargs="?", help="labelled suite YAML file")
+    p.add_argument("--hook", help="the hook to tune, EVENT:INDEX (e.g. Stop:0)")
+    p.add_argument("--out", help="output folder")
+    p.add_argument("--rounds", type=int, default=3, help="optimizer rounds")
+    p.add_argument("--beam", type=int, default=3, help="prompts kept per round")
+    p.add_argument("--max-calls", type=int, default=None, help="budget of LLM calls")
+    p.add_argument("--repeats", type=int, default=1, help="judgements per item and prompt")
+    p.add_argument("--seed", type=int, default=0, help="split seed")
+    p.add_argument("--split", default="20/40/40", help="train/dev/test percentages")
+    p.add_argument("--optimizer-model", default="Reasoning", help="tier or model of the optimizer")
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--compare", nargs=3, metavar=("A", "B", "SUITE"), help="compare two configs on a suite")
+    p.set_defaults(func=cmd_tune)
+    p.error_exit = 2  # type: ignore[attr-defined]
+
+    p = sub.add_parser("datasets", help="dataset helpers")
+    dsub = p.add_subparsers(dest="datasets_command", required=True, parser_class=_Parser)
+    s = dsub.add_parser("convert", help="convert a public dataset into an eval suite")
+    s.add_argument("kind", choices=["llmbar", "tau-bench"], help="dataset kind")
+    s.add_argument("source", help="dataset file")
+    s.add_argument("--out", required=True, help="output folder for the suite")
+    s.add_argument("--limit", type=int, default=None, help="convert at most N items")
+    s.set_defaults(func=cmd_datasets_convert)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.func
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return 130
+
+
+def entry() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""The context JSON each hook receives (SPEC §2): snake_case, unknown fields kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from judge.config import EVENTS, STOP_EVENTS, TOOL_EVENTS
+from judge.errors import ContextError
+
+
+class HookContext(BaseModel):
+    """Fields common to every event."""
+
+    model_config = ConfigDict(extra="allow", strict=False)
+
+    hook_event_name: str = Field(description="The event: Stop, PostToolUse, PreToolUse, ...")
+    agent_name: str | None = Field(None, description="Agent (or custom agent) that is running.")
+    current_turn: int | None = Field(None, ge=0, description="The agent's current turn.")
+    max_turns: int | None = Field(None, ge=0, description="The agent's turn limit.")
+    execution_summary: str | None = Field(
+        None, description="PATH of the conversation transcript file (not its content)."
+    )
+    session_id: str | None = Field(None, description="Session id, when the caller has one.")
+
+    @field_validator("current_turn", "max_turns", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be an integer")
+        return value
+
+
+class StopContext(HookContext):
+    """Stop / SubagentStop: the final answer and the rejection loop state."""
+
+    final_output: str = Field("", description="The answer the agent is about to return.")
+    stop_hook_active: bool = Field(False, description="True when the gate already rejected.")
+    stop_rejection_count: int = Field(0, ge=0, description="Rejections so far in this loop.")
+
+    @field_validator("stop_rejection_count", mode="before")
+    @classmethod
+    def _count_no_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError("must be an integer")
+        return value
+
+
+class PostToolUseContext(HookContext):
+    """PostToolUse: the finished tool call."""
+
+    tool_name: str = Field(description="Name of the tool that ran.")
+    tool_input: Any = Field(default_factory=dict, description="Input the model gave the tool.")
+    tool_result: Any = Field(None, description="What the tool returned.")
+    tool_succeeded: bool = Field(True, description="Whether the tool call succeeded.")
+
+
+class PreToolUseContext(HookContext):
+    """PreToolUse: the tool call about to run."""
+
+    tool_name: str = Field(description="Name of the tool about to run.")
+    tool_input: Any = Field(default_factory=dict, description="Input the model gave the tool.")
+
+
+def context_model(event: str) -> type[HookContext]:
+    if event in STOP_EVENTS:
+        return StopContext
+    if event == "PostToolUse":
+        return PostToolUseContext
+    if event == "PreToolUse":
+        return PreToolUseContext
+    raise ContextError(f"unknown event {event!r} (expected one of {', '.join(EVENTS)})")
+
+
+def parse_context(event: str, data: Any) -> HookContext:
+    """Validate a context for ``event``; raise ContextError with located messages."""
+    model = context_model(event)
+    if not isinstance(data, dict):
+        raise ContextError(f"context must be a JSON object, got {type(data).__name__}")
+    given = data.get("hook_event_name")
+    if given is not None and given != event:
+        raise ContextError(f"hook_event_name is {given!r} but the event is {event!r}")
+    payload = {**data, "hook_event_name": event}
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "<context>"
+            problems.append(f"{where}: {err['msg']}")
+        raise ContextError("invalid context: " + "; ".join(problems)) from None
+
+
+def context_json(ctx: HookContext) -> dict[str, Any]:
+    """The JSON object hooks receive (unknown fields kept, None-valued optionals dropped)."""
+    data = ctx.model_dump(mode="json")
+    return {k: v for k, v in data.items() if v is not None or k in ("tool_result",)}
+
+
+def is_tool_event(event: str) -> bool:
+    return event in TOOL_EVENTS

@@ -1,0 +1,303 @@
+"""The hook engine: context in, decision out. Pure — no printing, no files of its own.
+
+The rules live here (SPEC §3, §4, §6):
+
+* which hooks run: agent level first, then the running custom agent's; tool events
+  filter by matcher;
+* Stop: all hooks run concurrently, results in declared order; a reasonless JSON
+  rejection is an approval; exit code 2 always blocks; only prompt rejections count
+  against ``maxRejections`` (the maximum over the prompt hooks); ``c + 1 >= max``
+  forces the stop;
+* PostToolUse: sequential; any block withholds the result; the last
+  ``additionalContext`` wins;
+* PreToolUse: sequential; the first denial wins and short-circuits; ``updatedInput``
+  is passed on to later hooks and returned; errors fail closed by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from judge.commands import run_command_hook
+from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook
+from judge.context import context_json, parse_context
+from judge.decision import (
+    Decision,
+    HookAnswer,
+    HookOutcome,
+    PromptJudge,
+    PromptRequest,
+    PromptVerdict,
+    parse_hook_output,
+)
+from judge.errors import HookError
+
+DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"
+DEFAULT_POST_BLOCK_REASON = "Tool result blocked by hook"
+DEFAULT_PRE_BLOCK_REASON = "Tool call blocked by hook"
+
+
+class NoModelJudge:
+    """Used when no LLM judge is available: every prompt hook is a hook error."""
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        raise HookError("no model configured for prompt hooks")
+
+
+def default_judge() -> PromptJudge:
+    """The LLM judge of :mod:`judge.llm` (providers chosen from the environment)."""
+    try:
+        from judge.llm import LLMJudge
+    except ImportError:
+        return NoModelJudge()
+    judge: PromptJudge = LLMJudge()
+    return judge
+
+
+def _dumps(context: dict[str, Any]) -> str:
+    return json.dumps(context, ensure_ascii=False)
+
+
+class Engine:
+    """Evaluates the hooks of one configuration.
+
+    ``judge`` evaluates prompt hooks (default: the LLM judge). ``command_env`` adds
+    variables to command hooks' scrubbed environment.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        judge: PromptJudge | None = None,
+        command_env: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.config = config
+        self.judge = judge if judge is not None else default_judge()
+        self.command_env = command_env or {}
+        self.clock = clock
+
+    # -- one hook ---------------------------------------------------------------
+
+    async def _answer(
+        self, event: str, hook: Hook, context: dict[str, Any], transcript: Path | None, repeat: int
+    ) -> tuple[HookAnswer, str | None, PromptVerdict | None]:
+        """Run one hook; return its answer, the exit-2 flag as reason source, the verdict."""
+        if hook.type == "prompt":
+            request = PromptRequest(
+                hook=hook,
+                context=context,
+                transcript_path=transcript,
+                models=self.config.models,
+                base_dir=self.config.base_dir,
+                repeat=repeat,
+            )
+            try:
+                async with asyncio.timeout(hook.timeout):
+                    verdict = await self.judge.evaluate(request)
+            except TimeoutError:
+                raise HookError(f"timed out after {hook.timeout}s") from None
+            answer = HookAnswer("allow" if verdict.ok else "block", verdict.reason)
+            return answer, None, verdict
+        extra_env = dict(self.command_env)
+        extra_env["JUDGE_HOOK_EVENT"] = event
+        if transcript is not None:
+            extra_env["JUDGE_TRANSCRIPT"] = str(transcript)
+        result = await run_command_hook(hook, _dumps(context), extra_env=extra_env)
+        if result.timed_out:
+            raise HookError(f"timed out after {hook.timeout}s")
+        if result.exit_code == 2:
+            reason = result.stderr.strip() or DEFAULT_EXIT2_REASON
+            return HookAnswer("block", reason), "exit2", None
+        if result.exit_code != 0:
+            tail = result.stderr.strip()[-500:]
+            detail = f": {tail}" if tail else ""
+            raise HookError(f"command exited with code {result.exit_code}{detail}")
+        if result.truncated and len(result.stdout) >= 1024 * 1024:
+            raise HookError("command output exceeded the 1 MB cap")
+        if not result.stdout.strip():
+            return HookAnswer("allow"), None, None
+        return parse_hook_output(result.stdout), None, None
+
+    async def run_hook(
+        self,
+        event: str,
+        level: str,
+        index: int,
+        hook: Hook,
+        context: dict[str, Any],
+        transcript: Path | None,
+        repeat: int = 0,
+    ) -> HookOutcome:
+        """Run one hook and apply the event's per-hook rules (reasonless blocks, failMode)."""
+        start = self.clock()
+        verdict: PromptVerdict | None = None
+        error: str | None = None
+        try:
+            answer, source, verdict = await self._answer(event, hook, context, transcript, repeat)
+        except HookError as exc:
+            error = str(exc) or type(exc).__name__
+        except Exception as exc:  # a bug or an unexpected failure is still a hook error
+            error = f"{type(exc).__name__}: {exc}"
+        duration = (self.clock() - start) * 1000.0
+        outcome = HookOutcome(
+            level="agent" if level == "agent" else "custom",
+            index=index,
+            type=hook.type,
+            decision="allow",
+            durationMs=round(duration, 3),
+            model=verdict.model if verdict else None,
+            usage=verdict.usage if verdict else None,
+        )
+        if error is not None:
+            outcome.error = error
+            if hook.fail_mode_for(event) == "block":
+                outcome.decision = "block"
+                outcome.reason = f"Hook error: {error}"
+                outcome.counts_as_rejection = hook.type == "prompt"
+            return outcome
+        reason = answer.reason.strip() if answer.reason and answer.reason.strip() else None
+        outcome.additional_context = answer.additional_context
+        outcome.updated_input = answer.updated_input
+        if answer.decision == "block":
+            if event in STOP_EVENTS:
+                # A rejection without a reason is an approval (exit 2 always has one).
+                if reason is None and source != "exit2":
+                    return outcome
+            elif reason is None:
+                reason = DEFAULT_POST_BLOCK_REASON if event == "PostToolUse" else DEFAULT_PRE_BLOCK_REASON
+            outcome.decision = "block"
+            outcome.reason = reason
+            outcome.counts_as_rejection = hook.type == "prompt"
+        else:
+            outcome.reason = reason
+        return outcome
+
+    # -- one event --------------------------------------------------------------
+
+    def selected_hooks(self, event: str, context: dict[str, Any]) -> list[tuple[str, int, Hook]]:
+        hooks = self.config.hooks_for(event, context.get("agent_name"))
+        if event in TOOL_EVENTS:
+            tool = context.get("tool_name")
+            hooks = [(lvl, i, h) for lvl, i, h in hooks if h.matches(tool)]
+        return hooks
+
+    async def evaluate(
+        self,
+        event: str,
+        context: dict[str, Any],
+        transcript: str | Path | None = None,
+        repeat: int = 0,
+    ) -> Decision:
+        """Evaluate ``event`` for ``context`` (a JSON object, validated here).
+
+        ``transcript`` is used when the context has no ``execution_summary``.
+        Raises :class:`judge.errors.ContextError` for a malformed context.
+        """
+        ctx = context_json(parse_context(event, context))
+        if ctx.get("execution_summary") is None and transcript is not None:
+            ctx["execution_summary"] = str(transcript)
+        path = Path(ctx["execution_summary"]) if ctx.get("execution_summary") else None
+        hooks = self.selected_hooks(event, ctx)
+        if event in STOP_EVENTS:
+            return await self._stop(event, ctx, path, hooks, repeat)
+        if event == "PreToolUse":
+            return await self._pre_tool_use(ctx, path, hooks, repeat)
+        return await self._post_tool_use(ctx, path, hooks, repeat)
+
+    async def _stop(
+        self,
+        event: str,
+        ctx: dict[str, Any],
+        path: Path | None,
+        hooks: list[tuple[str, int, Hook]],
+        repeat: int,
+    ) -> Decision:
+        count = int(ctx.get("stop_rejection_count") or 0)
+        ctx["stop_hook_active"] = count > 0
+        outcomes = list(
+            await asyncio.gather(*(self.run_hook(event, lvl, i, h, ctx, path, repeat) for lvl, i, h in hooks))
+        )
+        blocking = [o for o in outcomes if o.decision == "block"]
+        reason = "\n".join(o.reason or "" for o in blocking) or None
+        if not blocking:
+            return Decision(event=event, decision="allow", rejectionCount=count, hooks=outcomes)
+        prompt_rejected = any(o.counts_as_rejection for o in blocking)
+        if not prompt_rejected:
+            # Command hooks have no implicit limit and are not counted.
+            return Decision(
+                event=event, decision="block", reason=reason, rejectionCount=count, hooks=outcomes
+            )
+        new_count = count + 1
+        limit = max(h.max_rejections for _, _, h in hooks if h.type == "prompt")
+        command_blocks = [o for o in blocking if not o.counts_as_rejection]
+        if new_count >= limit and not command_blocks:
+            return Decision(
+                event=event,
+                decision="allow",
+                reason=reason,
+                forcedStop=True,
+                rejectionCount=new_count,
+                hooks=outcomes,
+            )
+        return Decision(
+            event=event, decision="block", reason=reason, rejectionCount=new_count, hooks=outcomes
+        )
+
+    async def _post_tool_use(
+        self,
+        ctx: dict[str, Any],
+        path: Path | None,
+        hooks: list[tuple[str, int, Hook]],
+        repeat: int,
+    ) -> Decision:
+        outcomes: list[HookOutcome] = []
+        for lvl, i, h in hooks:
+            outcomes.append(await self.run_hook("PostToolUse", lvl, i, h, ctx, path, repeat))
+        blocking = [o for o in outcomes if o.decision == "block"]
+        extra = [o.additional_context for o in outcomes if o.additional_context is not None]
+        return Decision(
+            event="PostToolUse",
+            decision="block" if blocking else "allow",
+            reason="\n".join(o.reason or DEFAULT_POST_BLOCK_REASON for o in blocking) or None,
+            additional_context=extra[-1] if extra else None,
+            hooks=outcomes,
+        )
+
+    async def _pre_tool_use(
+        self,
+        ctx: dict[str, Any],
+        path: Path | None,
+        hooks: list[tuple[str, int, Hook]],
+        repeat: int,
+    ) -> Decision:
+        outcomes: list[HookOutcome] = []
+        updated: dict[str, Any] | None = None
+        current = dict(ctx)
+        for lvl, i, h in hooks:
+            outcome = await self.run_hook("PreToolUse", lvl, i, h, current, path, repeat)
+            outcomes.append(outcome)
+            if outcome.decision == "block":
+                # The first denial wins; later hooks (and the tool) do not run.
+                return Decision(
+                    event="PreToolUse",
+                    decision="block",
+                    reason=outcome.reason or DEFAULT_PRE_BLOCK_REASON,
+                    hooks=outcomes,
+                )
+            if outcome.updated_input is not None:
+                updated = outcome.updated_input
+                current = {**current, "tool_input": updated}
+        extra = [o.additional_context for o in outcomes if o.additional_context is not None]
+        return Decision(
+            event="PreToolUse",
+            decision="allow",
+            updatedInput=updated,
+            additional_context=extra[-1] if extra else None,
+            hooks=outcomes,
+        )

@@ -1,0 +1,28 @@
+"""Exceptions shared across the package."""
+
+from __future__ import annotations
+
+
+class JudgeError(Exception):
+    """Base class for errors this package raises on purpose."""
+
+
+class ConfigError(JudgeError):
+    """The hook configuration is invalid; ``problems`` holds one located message each."""
+
+    def __init__(self, problems: list[str], source: str | None = None) -> None:
+        self.problems = problems
+        self.source = source
+        where = f"{source}: " if source else ""
+        super().__init__(where + "; ".join(problems))
+
+
+class ContextError(JudgeError):
+    """The hook context (the event payload) is malformed."""
+
+
+class HookError(JudgeError):
+    """A hook failed to produce a decision (timeout, crash, bad output, provider failure).
+
+    The engine turns it into the hook's ``failMode``.
+    """

@@ -1,0 +1,57 @@
+"""The gate: the engine plus durable state and audit logs.
+
+This is what the CLI, the HTTP service, the Claude Code adapter and the Python
+integration call. It keeps the Stop rejection count per session itself (so a caller
+that does not pass ``stop_rejection_count`` still cannot loop for ever) and writes the
+audit logs; the rules themselves stay in :mod:`judge.engine`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from judge.audit import AuditLog
+from judge.config import STOP_EVENTS
+from judge.decision import Decision
+from judge.engine import Engine
+from judge.state import Store
+
+
+class Gate:
+    """Engine + optional :class:`Store` (rejection counts) + optional :class:`AuditLog`."""
+
+    def __init__(self, engine: Engine, store: Store | None = None, audit: AuditLog | None = None) -> None:
+        self.engine = engine
+        self.store = store
+        self.audit = audit
+
+    async def decide(
+        self,
+        event: str,
+        context: dict[str, Any],
+        transcript: str | Path | None = None,
+        session_id: str | None = None,
+    ) -> Decision:
+        """Evaluate ``event``; Stop counts are merged with and saved to the store."""
+        sid = session_id or context.get("session_id")
+        sid = str(sid) if sid is not None else None
+        stop = event in STOP_EVENTS
+        if stop and self.store is not None and sid:
+            stored = await asyncio.to_thread(self.store.rejection_count, sid)
+            given = context.get("stop_rejection_count")
+            given_count = given if isinstance(given, int) and not isinstance(given, bool) else 0
+            count = max(stored, given_count)
+            context = {**context, "stop_rejection_count": count, "stop_hook_active": count > 0}
+        decision = await self.engine.evaluate(event, context, transcript)
+        if stop and self.store is not None and sid:
+            if decision.decision == "block":
+                await asyncio.to_thread(self.store.set_rejection_count, sid, decision.rejection_count)
+            else:
+                # The agent stops (normally or forced): the next Stop starts a new loop.
+                await asyncio.to_thread(self.store.reset, sid)
+        if self.audit is not None:
+            logged = {**context, "session_id": sid} if sid else context
+            await asyncio.to_thread(self.audit.record, event, logged, decision)
+        return decision

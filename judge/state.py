@@ -1,0 +1,99 @@
+"""Durable state in one SQLite file: Stop rejection counts per session, custom agents.
+
+Safe under concurrent processes: WAL mode, a busy timeout, and read-modify-write in
+``BEGIN IMMEDIATE`` transactions. Each call opens its own short-lived connection, so a
+:class:`Store` can be shared between threads and event-loop executors.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rejections (
+    session_id TEXT PRIMARY KEY,
+    count INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agents (
+    name TEXT PRIMARY KEY,
+    body TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+"""
+
+
+class Store:
+    """The state database at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        try:
+            db.execute("PRAGMA busy_timeout=30000")
+            yield db
+        finally:
+            db.close()
+
+    # -- Stop rejection counts ----------------------------------------------------
+
+    def rejection_count(self, session_id: str) -> int:
+        with self._connect() as db:
+            row = db.execute("SELECT count FROM rejections WHERE session_id = ?", (session_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def set_rejection_count(self, session_id: str, count: int) -> None:
+        with self._connect() as db:
+            if count <= 0:
+                db.execute("DELETE FROM rejections WHERE session_id = ?", (session_id,))
+            else:
+                db.execute(
+                    "INSERT INTO rejections (session_id, count, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(session_id) DO UPDATE SET count = excluded.count, "
+                    "updated_at = excluded.updated_at",
+                    (session_id, count, time.time()),
+                )
+
+    def reset(self, session_id: str) -> None:
+        self.set_rejection_count(session_id, 0)
+
+    # -- custom agents -----------------------------------------------------------------
+
+    def put_agent(self, name: str, body: dict[str, Any]) -> None:
+        with self._connect() as db:
+            db.execute(
+                "INSERT INTO agents (name, body, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET body = excluded.body, "
+                "updated_at = excluded.updated_at",
+                (name, json.dumps(body), time.time()),
+            )
+
+    def get_agent(self, name: str) -> dict[str, Any] | None:
+        with self._connect() as db:
+            row = db.execute("SELECT body FROM agents WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        body: dict[str, Any] = json.loads(row[0])
+        return body
+
+    def delete_agent(self, name: str) -> bool:
+        with self._connect() as db:
+            cur = db.execute("DELETE FROM agents WHERE name = ?", (name,))
+            return cur.rowcount > 0
+
+    def list_agents(self) -> list[str]:
+        with self._connect() as db:
+            return [r[0] for r in db.execute("SELECT name FROM agents ORDER BY name")]
