@@ -1,0 +1,299 @@
+"""Claude Code JSONL transcripts rendered as readable text, one line at a time.
+
+Claude Code writes one JSON object per line to ``~/.claude/projects/<dir>/<session>.jsonl``:
+``user`` / ``assistant`` messages (content blocks ``text``, ``thinking``, ``tool_use``,
+``tool_result``), ``summary`` lines, ``system`` lines (API errors, compaction boundaries,
+Stop-hook summaries), ``progress`` lines (hook and bash progress, the messages of a running
+subagent), plus bookkeeping (``file-history-snapshot``, ``queue-operation``).
+
+:func:`render_claude_code_lines` turns that stream into plain text lines a judge can read
+(and number): who said what, which tools ran with which input, what they returned. It is a
+generator over the input lines, so a transcript of any size is rendered in constant memory.
+Bookkeeping and progress noise are dropped; thinking is shown briefly; long tool output is
+cut with a note saying how much was left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+#: Longest rendered line; longer ones are cut with a note.
+MAX_LINE_CHARS = 2000
+#: Lines kept of one tool result (the rest is summarised in a note).
+MAX_TOOL_RESULT_LINES = 40
+#: Characters kept of a tool call's input JSON.
+MAX_TOOL_INPUT_CHARS = 800
+#: Characters kept of a thinking block (shown briefly, on one line).
+MAX_THINKING_CHARS = 240
+#: Characters kept of one subagent progress message.
+MAX_SUBAGENT_CHARS = 400
+
+_SKIPPED_TYPES = frozenset({"file-history-snapshot", "queue-operation"})
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [+{len(text) - limit} chars]"
+
+
+def _one_line(text: str, limit: int) -> str:
+    return _clip(" ".join(text.split()), limit)
+
+
+def _block_text(content: Any) -> str:
+    """Plain text of a message/tool-result content (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict):
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif block.get("type") == "image":
+                    parts.append("[image]")
+                elif block.get("type"):
+                    parts.append(f"[{block['type']}]")
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
+
+
+def _labelled(label: str, text: str, max_lines: int | None = None) -> Iterator[str]:
+    """``label: first line`` then the remaining lines indented, each cut to MAX_LINE_CHARS."""
+    lines = text.rstrip("\n").split("\n") if text.strip() else [""]
+    shown = lines if max_lines is None else lines[:max_lines]
+    yield _clip(f"{label}: {shown[0]}", MAX_LINE_CHARS)
+    for line in shown[1:]:
+        yield _clip(f"    {line}", MAX_LINE_CHARS)
+    if max_lines is not None and len(lines) > max_lines:
+        yield f"    [... {len(lines) - max_lines} more lines omitted]"
+
+
+class ClaudeCodeRenderer:
+    """Renders Claude Code JSONL lines; also remembers the last assistant text seen.
+
+    Feed raw lines with :meth:`feed`; each call returns the text lines for that input line.
+    """
+
+    def __init__(self) -> None:
+        self.tool_names: dict[str, str] = {}
+        self.line_number = 0
+        self._last_main: tuple[str | None, str] = (None, "")
+        self._last_any: tuple[str | None, str] = (None, "")
+        self._header_done = False
+
+    @property
+    def last_assistant_text(self) -> str | None:
+        """The text of the last assistant message (main thread first, else any)."""
+        for _, text in (self._last_main, self._last_any):
+            if text.strip():
+                return text
+        return None
+
+    def feed(self, raw: str) -> list[str]:
+        self.line_number += 1
+        if not raw.strip():
+            return []
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError:
+            return [f"[line {self.line_number}: not JSON, skipped]"]
+        if not isinstance(obj, dict):
+            return []
+        out: list[str] = []
+        if not self._header_done and obj.get("sessionId"):
+            self._header_done = True
+            version = f" · Claude Code {obj['version']}" if obj.get("version") else ""
+            cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
+            out.append(f"=== Claude Code session {obj['sessionId']}{version}{cwd} ===")
+        out.extend(self._render(obj))
+        return out
+
+    # -- line kinds -------------------------------------------------------------------
+
+    def _render(self, obj: dict[str, Any]) -> list[str]:
+        kind = obj.get("type")
+        if kind in _SKIPPED_TYPES:
+            return []
+        prefix = ""
+        if obj.get("isSidechain"):
+            agent = obj.get("agentId")
+            prefix = f"[subagent {agent}] " if agent else "[subagent] "
+        if kind == "user":
+            return self._user(obj, prefix)
+        if kind == "assistant":
+            return self._assistant(obj, prefix)
+        if kind == "summary":
+            summary = obj.get("summary")
+            return [_clip(f"SUMMARY: {summary}", MAX_LINE_CHARS)] if summary else []
+        if kind == "system":
+            return self._system(obj, prefix)
+        if kind == "progress":
+            return self._progress(obj)
+        return []
+
+    def _user(self, obj: dict[str, Any], prefix: str) -> list[str]:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return []
+        content = message.get("content")
+        if obj.get("isCompactSummary"):
+            return list(_labelled(f"{prefix}COMPACTION SUMMARY (earlier conversation)", _block_text(content)))
+        label = f"{prefix}USER (meta)" if obj.get("isMeta") else f"{prefix}USER"
+        if isinstance(content, str):
+            return list(_labelled(label, content))
+        out: list[str] = []
+        if not isinstance(content, list):
+            return out
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "tool_result":
+                tool_id = str(block.get("tool_use_id") or "")
+                name = self.tool_names.get(tool_id, "tool")
+                status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
+                text = _block_text(block.get("content"))
+                out.extend(_labelled(f"{prefix}{status} {name} [{tool_id}]", text, MAX_TOOL_RESULT_LINES))
+            elif btype == "text":
+                out.extend(_labelled(label, str(block.get("text") or "")))
+            elif btype:
+                out.append(f"{label}: [{btype}]")
+        return out
+
+    def _assistant(self, obj: dict[str, Any], prefix: str) -> list[str]:
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            return []
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            return []
+        label = f"{prefix}ASSISTANT"
+        out: list[str] = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                text = str(block.get("text") or "")
+                self._remember(obj, message, text)
+                out.extend(_labelled(label, text))
+            elif btype == "thinking":
+                thought = _one_line(str(block.get("thinking") or ""), MAX_THINKING_CHARS)
+                out.append(f"{label} (thinking): {thought}")
+            elif btype == "redacted_thinking":
+                out.append(f"{label} (thinking): [redacted]")
+            elif btype in ("tool_use", "server_tool_use"):
+                tool_id = str(block.get("id") or "")
+                name = str(block.get("name") or "tool")
+                self.tool_names[tool_id] = name
+                args = json.dumps(block.get("input"), ensure_ascii=False)
+                out.append(f"{prefix}TOOL CALL {name} [{tool_id}]: {_one_line(args, MAX_TOOL_INPUT_CHARS)}")
+            elif btype:
+                out.append(f"{label}: [{btype}]")
+        return out
+
+    def _remember(self, obj: dict[str, Any], message: dict[str, Any], text: str) -> None:
+        """Track the last assistant message's text (blocks of one message are joined)."""
+        msg_id = message.get("id")
+        msg_id = str(msg_id) if msg_id is not None else None
+        slots = ["_last_any"] if obj.get("isSidechain") else ["_last_any", "_last_main"]
+        for slot in slots:
+            last_id, last_text = getattr(self, slot)
+            if msg_id is not None and msg_id == last_id and last_text:
+                setattr(self, slot, (msg_id, f"{last_text}\n{text}"))
+            else:
+                setattr(self, slot, (msg_id, text))
+
+    def _system(self, obj: dict[str, Any], prefix: str) -> list[str]:
+        subtype = obj.get("subtype") or "message"
+        label = f"{prefix}SYSTEM ({subtype})"
+        if subtype == "compact_boundary":
+            meta = obj.get("compactMetadata") or {}
+            trigger = meta.get("trigger", "?") if isinstance(meta, dict) else "?"
+            tokens = meta.get("preTokens") if isinstance(meta, dict) else None
+            detail = f" ({trigger}, {tokens} tokens before)" if tokens else f" ({trigger})"
+            return [f"{label}: conversation compacted{detail}"]
+        if subtype == "api_error":
+            error = obj.get("error") or obj.get("cause") or {}
+            cause = error.get("cause", error) if isinstance(error, dict) else error
+            code = cause.get("code") if isinstance(cause, dict) else cause
+            attempt = obj.get("retryAttempt")
+            retries = f" (retry {attempt}/{obj.get('maxRetries')})" if attempt else ""
+            return [_clip(f"{label}: API error {code}{retries}", MAX_LINE_CHARS)]
+        if subtype == "stop_hook_summary":
+            count = obj.get("hookCount", 0)
+            prevented = "yes" if obj.get("preventedContinuation") else "no"
+            errors = obj.get("hookErrors") or []
+            reason = f", reason: {obj['stopReason']}" if obj.get("stopReason") else ""
+            return [
+                _clip(
+                    f"{label}: {count} Stop hook(s) ran, prevented continuation: {prevented}, "
+                    f"errors: {len(errors)}{reason}",
+                    MAX_LINE_CHARS,
+                )
+            ]
+        if subtype == "turn_duration":
+            ms = obj.get("durationMs")
+            return [f"{label}: turn took {ms / 1000:.1f} s"] if isinstance(ms, (int, float)) else []
+        content = obj.get("content")
+        return list(_labelled(label, _block_text(content))) if content else [f"{label}"]
+
+    def _progress(self, obj: dict[str, Any]) -> list[str]:
+        """Only a running subagent's messages are worth showing (briefly)."""
+        data = obj.get("data")
+        if not isinstance(data, dict) or data.get("type") != "agent_progress":
+            return []
+        inner = data.get("message")
+        if not isinstance(inner, dict):
+            return []
+        agent = data.get("agentId")
+        prefix = f"[subagent {agent}] " if agent else "[subagent] "
+        kind = inner.get("type")
+        message = inner.get("message")
+        if kind not in ("user", "assistant") or not isinstance(message, dict):
+            return []
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": _block_text(content)}]
+        out: list[str] = []
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "tool_use":
+                name = str(block.get("name") or "tool")
+                self.tool_names[str(block.get("id") or "")] = name
+                args = json.dumps(block.get("input"), ensure_ascii=False)
+                out.append(f"{prefix}TOOL CALL {name}: {_one_line(args, MAX_SUBAGENT_CHARS)}")
+            elif btype == "tool_result":
+                name = self.tool_names.get(str(block.get("tool_use_id") or ""), "tool")
+                text = _block_text(block.get("content"))
+                out.append(f"{prefix}TOOL RESULT {name}: {_one_line(text, MAX_SUBAGENT_CHARS)}")
+            elif btype == "text":
+                who = "USER" if kind == "user" else "ASSISTANT"
+                out.append(f"{prefix}{who}: {_one_line(str(block.get('text') or ''), MAX_SUBAGENT_CHARS)}")
+        return out
+
+
+def render_claude_code_lines(lines: Iterable[str]) -> Iterator[str]:
+    """Readable text lines (no trailing newline, no numbers) for Claude Code JSONL ``lines``."""
+    renderer = ClaudeCodeRenderer()
+    for raw in lines:
+        yield from renderer.feed(raw)
+
+
+def last_assistant_text(lines: Iterable[str]) -> str | None:
+    """The text of the last assistant message in a Claude Code JSONL transcript."""
+    renderer = ClaudeCodeRenderer()
+    for raw in lines:
+        renderer.feed(raw)
+    return renderer.last_assistant_text
