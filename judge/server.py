@@ -1,0 +1,154 @@
+"""``judge serve``: run the HTTP gate service (:mod:`judge.server_app`) under uvicorn.
+
+The listening socket is bound here, so ``--port 0`` works: the line
+``judge serve: listening on http://HOST:PORT`` on stderr names the real port.
+SIGINT/SIGTERM shut down gracefully: the socket stops accepting, in-flight requests
+finish (their audit lines are written whole), then the process exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import uvicorn
+
+from judge.config import Config, load_config
+from judge.errors import ConfigError
+from judge.server_app import (
+    DEFAULT_MAX_BODY,
+    SETTINGS_ENV,
+    STATE_DB,
+    TOKEN_ENV,
+    ServerSettings,
+    configure_logging,
+    create_app,
+    settings_to_env,
+)
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv6 when ``host`` has a colon)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    """Validate the flags; raise ValueError/ConfigError with a readable message."""
+    config = load_config(args.config) if args.config else Config()
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+    max_body = args.max_body if args.max_body is not None else DEFAULT_MAX_BODY
+    if max_body < 1:
+        raise ValueError(f"--max-body must be a positive number of bytes, got {max_body}")
+    workers = getattr(args, "workers", 1) or 1
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    data_dir = Path(args.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--data-dir {data_dir}: cannot create it: {exc}") from None
+    if not os.access(data_dir, os.W_OK):
+        raise ValueError(f"--data-dir {data_dir}: not writable")
+    transcripts = Path(args.transcripts_dir) if args.transcripts_dir else None
+    if transcripts is not None and not transcripts.is_dir():
+        raise ValueError(f"--transcripts-dir {transcripts}: not a directory")
+    return ServerSettings(
+        config=config,
+        data_dir=data_dir,
+        transcripts_dir=transcripts,
+        max_body=max_body,
+        api_token=os.environ.get(TOKEN_ENV) or None,
+    )
+
+
+def serve_main(args: argparse.Namespace) -> int:
+    """Run the service until SIGINT/SIGTERM; 1 for bad flags or config, else 0."""
+    try:
+        settings = settings_from_args(args)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"{exc.source}: {problem}" if exc.source else problem)
+        return 1
+    except ValueError as exc:
+        _err(str(exc))
+        return 1
+    try:
+        sock = bind_socket(args.host, args.port)
+    except OSError as exc:
+        _err(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+        return 1
+    configure_logging()
+    port = sock.getsockname()[1]
+    workers = getattr(args, "workers", 1) or 1
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    auth = (
+        "bearer token required" if settings.api_token else "no auth (set JUDGE_API_TOKEN to require a token)"
+    )
+    _err(f"judge serve: listening on http://{host}:{port}")
+    _err(
+        f"judge serve: state {settings.data_dir / STATE_DB}, audit logs in {settings.data_dir}, "
+        f"transcripts dir {settings.transcripts_dir or 'none (execution_summary paths refused)'}, "
+        f"max body {settings.max_body} bytes, {auth}, {workers} worker(s)"
+    )
+    _keep_signals_quiet()
+    try:
+        if workers > 1:
+            _run_workers(args.config, settings, sock, workers)
+        else:
+            config = uvicorn.Config(
+                create_app(settings), log_level="warning", access_log=False, lifespan="on"
+            )
+            uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    _err("judge serve: stopped")
+    return 0
+
+
+def _keep_signals_quiet() -> None:
+    """After a graceful shutdown uvicorn re-raises the signal it caught; a handler that
+    does nothing lets serve_main return 0 instead of dying by SIGTERM/KeyboardInterrupt."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)
+
+
+def _run_workers(
+    config_path: str | None, settings: ServerSettings, sock: socket.socket, workers: int
+) -> None:
+    """Several worker processes on one socket; they share the SQLite store and the logs."""
+    from uvicorn.supervisors import Multiprocess
+
+    if config_path:
+        config_path = str(Path(config_path).resolve())
+    os.environ[SETTINGS_ENV] = settings_to_env(config_path, settings)
+    config = uvicorn.Config(
+        "judge.server_app:app_from_env",
+        factory=True,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
+    Multiprocess(config, sockets=[sock]).run()
