@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,7 +45,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         config = load_config(args.config)
     except ConfigError as exc:
         for problem in exc.problems:
-            _err(problem)
+            _err(" ".join(problem.splitlines()))
         return 1
     for event in EVENTS:
         hooks = config.hooks.for_event(event)
@@ -76,14 +77,19 @@ def cmd_config_schema(args: argparse.Namespace) -> int:
 
 
 def _read_context(path: str | None) -> Any:
-    if path is not None:
-        text = Path(path).read_text(encoding="utf-8")
-        source = path
-    else:
-        if sys.stdin is None or sys.stdin.isatty():
-            raise ContextError("no context: pass --context FILE or pipe the context JSON on stdin")
-        text = sys.stdin.read()
-        source = "stdin"
+    try:
+        if path is not None:
+            text = Path(path).read_text(encoding="utf-8")
+            source = path
+        else:
+            if sys.stdin is None or sys.stdin.isatty():
+                raise ContextError("no context: pass --context FILE or pipe the context JSON on stdin")
+            text = sys.stdin.read()
+            source = "stdin"
+    except UnicodeDecodeError as exc:
+        raise ContextError(f"context is not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise ContextError(f"cannot read the context: {exc}") from None
     if not text.strip():
         raise ContextError(f"no context JSON on {source}")
     try:
@@ -120,15 +126,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.transcript and not Path(args.transcript).is_file():
         _err(f"transcript not found: {args.transcript}")
         return 1
-    store = Store(args.state) if args.state else None
-    audit = AuditLog(args.data_dir) if args.data_dir else None
-    gate = Gate(Engine(config), store=store, audit=audit)
     try:
+        store = Store(args.state) if args.state else None
+        audit = AuditLog(args.data_dir) if args.data_dir else None
+        gate = Gate(Engine(config), store=store, audit=audit)
         decision = asyncio.run(
             gate.decide(args.event, context, transcript=args.transcript, session_id=args.session)
         )
     except ContextError as exc:
         _err(str(exc))
+        return 1
+    except (OSError, sqlite3.Error) as exc:
+        _err(f"cannot use the state or data dir: {exc}")
         return 1
     print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
     return 0

@@ -38,6 +38,7 @@ class CommandResult:
     stderr: str
     timed_out: bool = False
     truncated: bool = False
+    stdout_truncated: bool = False
 
 
 def sandbox_env(workdir: str, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -77,6 +78,12 @@ async def _read_capped(stream: asyncio.StreamReader | None) -> tuple[bytes, bool
     return bytes(kept), truncated
 
 
+def _retrieve(task: asyncio.Future[None]) -> None:
+    """Mark a background task's outcome as seen (a pipe error there is not our concern)."""
+    if not task.cancelled():
+        task.exception()
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -90,7 +97,7 @@ async def run_command_hook(
 ) -> CommandResult:
     """Run ``hook`` (its ``command`` or ``script``) with ``stdin_json`` on stdin."""
     limit = float(timeout if timeout is not None else hook.timeout)
-    with tempfile.TemporaryDirectory(prefix="judge-hook-") as workdir:
+    with tempfile.TemporaryDirectory(prefix="judge-hook-", ignore_cleanup_errors=True) as workdir:
         if hook.script is not None:
             path = Path(workdir) / ".hook-script"
             path.write_text(hook.script, encoding="utf-8")
@@ -117,6 +124,7 @@ async def run_command_hook(
                 proc.stdin.close()
 
         feeder = asyncio.ensure_future(feed())
+        feeder.add_done_callback(_retrieve)
         timed_out = False
         try:
             async with asyncio.timeout(limit):
@@ -143,4 +151,5 @@ async def run_command_hook(
             stderr=err.decode("utf-8", errors="replace"),
             timed_out=timed_out,
             truncated=out_cut or err_cut,
+            stdout_truncated=out_cut,
         )

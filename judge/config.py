@@ -35,6 +35,31 @@ SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 FailMode = Literal["allow", "block"]
 
 
+def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
+    """Which of prompt/command/script a hook of ``type_`` is missing or must not have.
+
+    Messages start with the field they are about when there is one (``prompt: ...``).
+    """
+    if type_ == "prompt":
+        problems = []
+        if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
+            problems.append("prompt: required for prompt hooks")
+        for name, value in (("command", command), ("script", script)):
+            if value is not None:
+                problems.append(f"{name}: not allowed on prompt hooks (set type: command)")
+        return problems
+    if type_ == "command":
+        problems = []
+        if command is not None and script is not None:
+            problems.append("command hooks take exactly one of `command` or `script`, not both")
+        elif command is None and script is None:
+            problems.append("command hooks need `command` or `script`")
+        if prompt is not None:
+            problems.append("prompt: not allowed on command hooks (set type: prompt)")
+        return problems
+    return []
+
+
 class Hook(BaseModel):
     """One hook entry: a prompt hook (an LLM judges) or a command hook (a script decides)."""
 
@@ -102,7 +127,7 @@ class Hook(BaseModel):
     def _matcher_compiles(cls, value: str | None) -> str | None:
         if value and value != "*":
             try:
-                re.compile(value)
+                re.compile(value)  # matched with re.fullmatch, so compiled exactly as written
             except re.error as exc:
                 raise ValueError(f"invalid regex {value!r}: {exc}") from None
         return value
@@ -122,16 +147,9 @@ class Hook(BaseModel):
 
     @model_validator(mode="after")
     def _type_fields(self) -> Hook:
-        if self.type == "prompt":
-            if not (self.prompt and self.prompt.strip()):
-                raise ValueError("prompt: required for prompt hooks")
-            if self.command is not None or self.script is not None:
-                raise ValueError("prompt hooks take `prompt`, not `command`/`script`")
-        else:
-            if (self.command is None) == (self.script is None):
-                raise ValueError("command hooks need exactly one of `command` or `script`")
-            if self.prompt is not None:
-                raise ValueError("command hooks take `command` or `script`, not `prompt`")
+        problems = type_field_problems(self.type, self.prompt, self.command, self.script)
+        if problems:
+            raise ValueError(problems[0])
         return self
 
     def fail_mode_for(self, event: str) -> FailMode:
@@ -146,7 +164,8 @@ class Hook(BaseModel):
             return False
         if self.matcher == "*":
             return True
-        return re.fullmatch(f"(?:{self.matcher})", tool_name) is not None
+        # fullmatch anchors the whole pattern, i.e. ^(pattern)$ (alternations included).
+        return re.fullmatch(self.matcher, tool_name) is not None
 
 
 class HookSet(BaseModel):
@@ -251,6 +270,21 @@ def _pydantic_problems(prefix: str, exc: ValidationError) -> list[str]:
     return problems
 
 
+_SNAKE_ALIASES = {"fail_mode": "failMode", "max_rejections": "maxRejections"}
+
+
+def _located(prefix: str, messages: list[str]) -> list[str]:
+    """Prefix model-level messages with the hook's place (``prompt: ...`` -> ``<here>.prompt: ...``)."""
+    out = []
+    for msg in messages:
+        head, sep, rest = msg.partition(":")
+        if sep and " " not in head:
+            out.append(f"{prefix}.{head}:{rest}")
+        else:
+            out.append(f"{prefix}: {msg}")
+    return out
+
+
 def _validate_hookset(raw: Any, prefix: str, problems: list[str]) -> HookSet:
     if raw is None:
         return HookSet()
@@ -274,10 +308,28 @@ def _validate_hookset(raw: Any, prefix: str, problems: list[str]) -> HookSet:
             if not isinstance(entry, dict):
                 problems.append(f"{here}: must be a mapping, got {type(entry).__name__}")
                 continue
+            raw_problems = [
+                f"{here}.{key}: unknown key (did you mean {alias}?)"
+                for key, alias in _SNAKE_ALIASES.items()
+                if key in entry
+            ]
+            raw_problems += _located(
+                here,
+                type_field_problems(
+                    entry.get("type", "prompt"),
+                    entry.get("prompt"),
+                    entry.get("command"),
+                    entry.get("script"),
+                ),
+            )
             try:
                 hook = Hook.model_validate(entry)
             except ValidationError as exc:
-                problems.extend(_pydantic_problems(here, exc))
+                found = _pydantic_problems(here, exc)
+                problems.extend(found + [p for p in raw_problems if p not in found])
+                continue
+            if raw_problems:
+                problems.extend(raw_problems)
                 continue
             if event in TOOL_EVENTS and hook.matcher is None:
                 problems.append(f"{here}.matcher: required for {event} hooks")

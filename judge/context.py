@@ -95,7 +95,8 @@ def parse_context(event: str, data: Any) -> HookContext:
 def context_json(ctx: HookContext) -> dict[str, Any]:
     """The JSON object hooks receive (unknown fields kept, None-valued optionals dropped)."""
     data = ctx.model_dump(mode="json")
-    return {k: v for k, v in data.items() if v is not None or k in ("tool_result",)}
+    optional = {k for k, f in type(ctx).model_fields.items() if k != "tool_result" and f.default is None}
+    return {k: v for k, v in data.items() if v is not None or k not in optional}
 
 
 def is_tool_event(event: str) -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from judge.commands import run_command_hook
+from judge.commands import OUTPUT_CAP, run_command_hook
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook
 from judge.context import context_json, parse_context
 from judge.decision import (
@@ -117,9 +117,15 @@ class Engine:
         if result.exit_code != 0:
             tail = result.stderr.strip()[-500:]
             detail = f": {tail}" if tail else ""
-            raise HookError(f"command exited with code {result.exit_code}{detail}")
-        if result.truncated and len(result.stdout) >= 1024 * 1024:
-            raise HookError("command output exceeded the 1 MB cap")
+            code = result.exit_code
+            how = (
+                f"was killed by signal {-code}"
+                if code is not None and code < 0
+                else f"exited with code {code}"
+            )
+            raise HookError(f"command {how}{detail}")
+        if result.stdout_truncated:
+            raise HookError(f"command output exceeded the {OUTPUT_CAP // (1024 * 1024)} MB cap")
         if not result.stdout.strip():
             return HookAnswer("allow"), None, None
         return parse_hook_output(result.stdout), None, None

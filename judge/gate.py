@@ -16,6 +16,7 @@ from judge.audit import AuditLog
 from judge.config import STOP_EVENTS
 from judge.decision import Decision
 from judge.engine import Engine
+from judge.errors import ContextError
 from judge.state import Store
 
 
@@ -35,6 +36,8 @@ class Gate:
         session_id: str | None = None,
     ) -> Decision:
         """Evaluate ``event``; Stop counts are merged with and saved to the store."""
+        if not isinstance(context, dict):
+            raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
         sid = session_id or context.get("session_id")
         sid = str(sid) if sid is not None else None
         stop = event in STOP_EVENTS

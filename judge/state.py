@@ -67,6 +67,23 @@ class Store:
                     (session_id, count, time.time()),
                 )
 
+    def increment_rejection_count(self, session_id: str, by: int = 1) -> int:
+        """Atomically add ``by`` to the session's count (one write transaction); the new count."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                row = db.execute(
+                    "INSERT INTO rejections (session_id, count, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(session_id) DO UPDATE SET count = count + excluded.count, "
+                    "updated_at = excluded.updated_at RETURNING count",
+                    (session_id, by, time.time()),
+                ).fetchone()
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return int(row[0])
+
     def reset(self, session_id: str) -> None:
         self.set_rejection_count(session_id, 0)
 
