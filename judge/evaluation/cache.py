@@ -1,0 +1,163 @@
+"""A disk cache of prompt-hook judgements (SQLite), as a :class:`PromptJudge` wrapper.
+
+The key is a SHA-256 over everything that determines the answer:
+
+* the rendered prompt (the hook's template with its includes and the context, with the
+  transcript *path* replaced by the transcript's content hash, so a temporary file name
+  does not defeat the cache) — or, when the prompt cannot be rendered, the template text;
+* the whole hook definition (model, timeout, ...), the config's ``models`` mapping and the
+  resolved model label (``openai:gpt-5.4-mini``; environment overrides included);
+* the transcript content hash and the repeat index (so repeats stay independent samples).
+
+Only verdicts are cached; a judgement that raised (timeout, provider failure) is not, so
+it is retried on the next run. Command hooks never pass through here: they still run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from judge.decision import PromptJudge, PromptRequest, PromptVerdict
+from judge.errors import HookError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS judgements (
+    key TEXT PRIMARY KEY,
+    verdict TEXT NOT NULL
+);
+"""
+
+#: Bump when the key derivation changes, so old entries are never misread.
+KEY_VERSION = "1"
+
+
+def file_sha256(path: Path | None) -> str | None:
+    """Content hash of a transcript file (None when there is none or it is unreadable)."""
+    if path is None:
+        return None
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+def _model_label(request: PromptRequest) -> str:
+    try:
+        from judge.llm.tiers import resolve_model
+    except ImportError:  # pragma: no cover - the LLM layer is part of the package
+        return request.hook.model
+    try:
+        return resolve_model(request.hook.model, request.models).label
+    except ValueError as exc:
+        return f"unresolved:{request.hook.model}:{exc}"
+
+
+def _rendered(request: PromptRequest, context: dict[str, Any]) -> str:
+    template = request.hook.prompt or ""
+    try:
+        from judge.llm.prompts import render_prompt
+    except ImportError:  # pragma: no cover
+        return template
+    try:
+        return render_prompt(template, context, request.base_dir)
+    except HookError:
+        return template
+    except Exception:  # a template bug is the judge's to report, not the cache's
+        return template
+
+
+def cache_key(request: PromptRequest) -> str:
+    """The cache key of one judgement (see the module docstring)."""
+    transcript_hash = file_sha256(request.transcript_path)
+    context = dict(request.context)
+    if "execution_summary" in context:
+        context["execution_summary"] = f"transcript:{transcript_hash}"
+    material = {
+        "v": KEY_VERSION,
+        "prompt": _rendered(request, context),
+        "hook": request.hook.model_dump(mode="json", by_alias=True),
+        "context": context,
+        "models": dict(sorted(request.models.items())),
+        "model": _model_label(request),
+        "transcript": transcript_hash,
+        "repeat": request.repeat,
+    }
+    blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class JudgementCache:
+    """Verdicts by key in one SQLite file (created on first use; safe across threads)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+
+    def get(self, key: str) -> PromptVerdict | None:
+        with self._lock:
+            row = self._db.execute("SELECT verdict FROM judgements WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return PromptVerdict.model_validate_json(row[0])
+        except ValueError:
+            return None  # an unreadable entry is a miss; it is overwritten on the next put
+
+    def put(self, key: str, verdict: PromptVerdict) -> None:
+        blob = verdict.model_dump_json(by_alias=True)
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO judgements (key, verdict) VALUES (?, ?)", (key, blob))
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT COUNT(*) FROM judgements").fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+class CachingJudge:
+    """A :class:`PromptJudge` that answers from the cache and asks ``inner`` on a miss.
+
+    ``hits`` and ``misses`` count judgements served from the cache and from ``inner``.
+    """
+
+    def __init__(self, inner: PromptJudge, cache: JudgementCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        verdict, _ = await self.evaluate_cached(request)
+        return verdict
+
+    async def evaluate_cached(self, request: PromptRequest) -> tuple[PromptVerdict, bool]:
+        """The verdict and whether it came from the cache."""
+        key = cache_key(request)
+        found = self.cache.get(key)
+        if found is not None:
+            self.hits += 1
+            return found, True
+        self.misses += 1
+        verdict = await self.inner.evaluate(request)
+        self.cache.put(key, verdict)
+        return verdict, False

@@ -1,0 +1,211 @@
+"""``judge eval SUITE --out DIR ...`` (INTERFACES §7).
+
+Exit codes: 0 the run completed (whatever the judge said); 1 a ``--fail-under`` bound
+was violated (or cannot be evaluated, e.g. recall without labelled block cases); 2 the
+run could not complete: a bad suite or flag, missing files, an interrupted run (Ctrl-C:
+the finished results stay in ``DIR/results.jsonl``; ``--resume`` continues).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from judge.decision import PromptJudge
+from judge.evaluation.cache import JudgementCache
+from judge.evaluation.junit import write_junit
+from judge.evaluation.metrics import THRESHOLD_METRICS, canonical_metric, compute_report, metric_value
+from judge.evaluation.progress import make_progress
+from judge.evaluation.report_html import write_html
+from judge.evaluation.runner import (
+    DEFAULT_CONCURRENCY,
+    CaseResult,
+    ResultsWriter,
+    order_results,
+    pairs,
+    read_results,
+    repair_results,
+    run_cases,
+)
+from judge.evaluation.suite import Suite, SuiteError, load_suite
+
+CACHE_NAME = ".judge-cache.sqlite"
+
+
+class UsageProblem(Exception):
+    """A bad flag value (exit 2)."""
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def parse_bounds(specs: list[str]) -> list[tuple[str, float]]:
+    """``["recall=0.8", ...]`` → ``[("recall", 0.8), ...]``; UsageProblem for bad ones."""
+    bounds = []
+    for spec in specs:
+        name, sep, raw = spec.partition("=")
+        if not sep or not name.strip() or not raw.strip():
+            raise UsageProblem(f"--fail-under {spec!r}: expected METRIC=VALUE, e.g. recall=0.8")
+        metric = canonical_metric(name)
+        if metric is None:
+            raise UsageProblem(
+                f"--fail-under: unknown metric {name.strip()!r}; "
+                f"valid metrics: {', '.join(THRESHOLD_METRICS)}"
+            )
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageProblem(f"--fail-under {spec!r}: {raw.strip()!r} is not a number") from None
+        bounds.append((metric, value))
+    return bounds
+
+
+def check_bounds(report: dict[str, Any], bounds: list[tuple[str, float]]) -> list[str]:
+    """One message per violated bound."""
+    failed = []
+    for metric, bound in bounds:
+        value = metric_value(report, metric)
+        if value is None:
+            failed.append(f"{metric} is undefined for this run (not enough labelled cases); bound {bound}")
+        elif value < bound:
+            failed.append(f"{metric} {value:.4f} < {bound}")
+    return failed
+
+
+def write_reports(suite: Suite, results: list[CaseResult], out: Path) -> dict[str, Any]:
+    """Compute the report from ``results`` (in suite order) and write the three report files."""
+    report = compute_report(results, name=suite.name)
+    _atomic_write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    write_junit(results, out / "junit.xml", suite.name)
+    write_html(report, results, suite.cases, suite.base_dir, out / "report.html")
+    return report
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _summary(report: dict[str, Any], out: Path) -> str:
+    lines = [
+        f"{report['name']}: {report['n']} judgements, {report['errors']} error(s), "
+        f"allow rate {_num(report.get('allowRate'))}, "
+        f"served from cache {report['cachedResults']}/{report['n']}"
+    ]
+    if report["n"] and report["cachedResults"] == report["n"]:
+        lines[0] += " (no provider calls)"
+    if "confusion" in report:
+        ci = report["ci95"]
+        parts = []
+        for key in ("accuracy", "precision", "recall", "f1", "cohenKappa"):
+            interval = ci.get(key)
+            extra = f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
+            parts.append(f"{key} {_num(report.get(key))}{extra}")
+        lines.append("  " + ", ".join(parts))
+    if "flipRate" in report:
+        lines.append(f"  flip rate {_num(report['flipRate'])}")
+    lat = report["latencyMs"]
+    lines.append(f"  latency p50 {_num(lat['p50'])} ms, p90 {_num(lat['p90'])} ms, p99 {_num(lat['p99'])} ms")
+    lines.append(f"  reports: {out / 'report.html'}, {out / 'report.json'}, {out / 'junit.xml'}")
+    return "\n".join(lines)
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int:
+    """Run ``judge eval``; ``judge`` overrides the LLM judge (tests, embedding)."""
+    try:
+        bounds = parse_bounds(list(getattr(args, "fail_under", None) or []))
+        concurrency = args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY
+        if concurrency < 1:
+            raise UsageProblem(f"--concurrency must be at least 1, got {concurrency}")
+        if args.repeats is not None and not 1 <= args.repeats <= 100:
+            raise UsageProblem(f"--repeats must be between 1 and 100, got {args.repeats}")
+    except UsageProblem as exc:
+        _err(f"judge eval: {exc}")
+        return 2
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as exc:
+        _err(f"judge eval: cannot load suite {args.suite}:")
+        for problem in exc.problems:
+            _err(f"  {problem}")
+        return 2
+    repeats = args.repeats if args.repeats is not None else suite.repeats
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _err(f"judge eval: cannot create {out}: {exc}")
+        return 2
+    results_path = out / "results.jsonl"
+    skip: set[tuple[str, int]] = set()
+    if args.resume:
+        repair_results(results_path)
+        skip = {(r.id, r.repeat) for r in order_results(read_results(results_path), suite.cases, repeats)}
+    quiet = bool(getattr(args, "quiet", False))
+    if args.resume and not quiet:
+        _err(f"resuming: {len(skip)} of {len(suite.cases) * repeats} results already in {results_path}")
+    cache: JudgementCache | None = None
+    if not args.no_cache:
+        cache_path = Path(args.cache) if getattr(args, "cache", None) else out.resolve().parent / CACHE_NAME
+        try:
+            cache = JudgementCache(cache_path)
+        except Exception as exc:  # sqlite3 errors, permissions
+            _err(f"judge eval: cannot open the cache {cache_path}: {exc}")
+            return 2
+    writer = ResultsWriter(results_path, truncate=not args.resume)
+    progress = make_progress(quiet=quiet)
+    interrupted = False
+    try:
+        asyncio.run(
+            run_cases(
+                suite.config,
+                suite.event,
+                suite.cases,
+                base_dir=suite.base_dir,
+                repeats=repeats,
+                concurrency=concurrency,
+                judge=judge,
+                cache=cache,
+                on_result=writer.write,
+                progress=progress,
+                skip=skip,
+            )
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        writer.close()
+        if cache is not None:
+            cache.close()
+    if writer.error is not None:
+        _err(f"judge eval: writing {results_path} failed: {writer.error}")
+        return 2
+    results = order_results(read_results(results_path), suite.cases, repeats)
+    if interrupted:
+        _err(
+            f"interrupted: {len(results)} of {len(suite.cases) * repeats} results are kept in "
+            f"{results_path}; run the same command with --resume to finish"
+        )
+        return 2
+    missing = len(pairs(suite.cases, repeats)) - len(results)
+    if missing:
+        _err(f"judge eval: {missing} result(s) missing from {results_path}; run again with --resume")
+        return 2
+    report = write_reports(suite, results, out)
+    if not quiet:
+        print(_summary(report, out))
+    failed = check_bounds(report, bounds)
+    for message in failed:
+        _err(f"FAIL --fail-under: {message}")
+    return 1 if failed else 0

@@ -1,0 +1,248 @@
+"""The metrics of an eval run (INTERFACES §7), computed from its results alone.
+
+Definitions (``block`` is the positive class; every (case, repeat) is one judgement):
+
+* ``n`` — judgements; ``errors`` — judgements with an error (no decision, or a hook
+  reported an error and its failMode decided); ``allowRate`` — allow / judgements with a
+  decision.
+* Agreement metrics use the *scored* judgements: labelled, with a decision and no error.
+  ``tp`` = label block & decision block, ``fp`` = label allow & block, ``tn`` = allow &
+  allow, ``fn`` = label block & allow.
+  ``precision`` = tp/(tp+fp), ``recall`` = tp/(tp+fn), ``specificity`` = tn/(tn+fp),
+  ``f1`` = 2tp/(2tp+fp+fn), ``accuracy`` = (tp+tn)/scored, ``balancedAccuracy`` =
+  (recall+specificity)/2, ``falseBlockRate`` = fp/(fp+tn), ``falsePassRate`` = fn/(fn+tp).
+  A metric whose denominator is 0 is ``null`` (so is balancedAccuracy when either class
+  is missing).
+* ``cohenKappa`` = (po - pe)/(1 - pe) with po = accuracy and pe the chance agreement
+  from the judge's and the labels' block rates. When pe = 1 (judge and labels all the
+  same single class) kappa is defined as 1.0 if po = 1, else 0.0.
+* ``ci95`` holds the 95% Wilson score interval of each proportion (allowRate,
+  errorRate, precision, recall, specificity, accuracy, falseBlockRate, falsePassRate,
+  flipRate); f1, balancedAccuracy and kappa are not proportions and have none.
+* ``flipRate`` (when some case has more than one repeat) — among cases with at least two
+  decided, error-free repeats, the share whose decisions differ.
+* ``latencyMs`` — percentiles of the per-judgement duration, linear interpolation
+  between closest ranks. ``tokens`` — summed usage (cached judgements report the usage
+  of the original call). ``cachedResults`` — judgements served wholly from the cache.
+
+Everything except ``latencyMs`` and ``cachedResults`` depends only on the decisions, so
+a resumed run reports the same as an uninterrupted one (see :func:`stable_view`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from judge.evaluation.runner import CaseResult
+
+#: Metrics ``--fail-under`` accepts (higher is better for each).
+THRESHOLD_METRICS: tuple[str, ...] = (
+    "accuracy",
+    "allowRate",
+    "balancedAccuracy",
+    "cohenKappa",
+    "f1",
+    "precision",
+    "recall",
+    "specificity",
+)
+#: Report keys that vary between runs of the same judgements.
+VOLATILE_KEYS: tuple[str, ...] = ("latencyMs", "cachedResults")
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of ``successes``/``n``; (0, 1) when ``n`` is 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n ({n}), got {successes}")
+    p = successes / n
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    center = (p + z2 / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return (max(0.0, center - half), min(1.0, center + half))
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100), linear interpolation between closest ranks."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def cohen_kappa(tp: int, fp: int, tn: int, fn: int) -> float | None:
+    """Cohen's kappa between decisions and labels (None without judgements; see module doc)."""
+    n = tp + fp + tn + fn
+    if n == 0:
+        return None
+    po = (tp + tn) / n
+    judge_block = (tp + fp) / n
+    label_block = (tp + fn) / n
+    pe = judge_block * label_block + (1 - judge_block) * (1 - label_block)
+    if 1.0 - pe <= 1e-12:
+        return 1.0 if po >= 1.0 - 1e-12 else 0.0
+    return (po - pe) / (1.0 - pe)
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
+
+
+def _ci(num: int, den: int) -> list[float] | None:
+    if not den:
+        return None
+    lo, hi = wilson_interval(num, den)
+    return [round(lo, 6), round(hi, 6)]
+
+
+def _classification(scored: list[CaseResult]) -> tuple[dict[str, Any], dict[str, list[float] | None]]:
+    tp = sum(1 for r in scored if r.label == "block" and r.decision == "block")
+    fp = sum(1 for r in scored if r.label == "allow" and r.decision == "block")
+    tn = sum(1 for r in scored if r.label == "allow" and r.decision == "allow")
+    fn = sum(1 for r in scored if r.label == "block" and r.decision == "allow")
+    n = len(scored)
+    recall = _ratio(tp, tp + fn)
+    specificity = _ratio(tn, tn + fp)
+    balanced = (recall + specificity) / 2 if recall is not None and specificity is not None else None
+    out: dict[str, Any] = {
+        "scored": n,
+        "confusion": {"tp": tp, "fp": fp, "tn": tn, "fn": fn},
+        "precision": _r(_ratio(tp, tp + fp)),
+        "recall": _r(recall),
+        "specificity": _r(specificity),
+        "f1": _r(_ratio(2 * tp, 2 * tp + fp + fn)),
+        "accuracy": _r(_ratio(tp + tn, n)),
+        "balancedAccuracy": _r(balanced),
+        "cohenKappa": _r(cohen_kappa(tp, fp, tn, fn)),
+        "falseBlockRate": _r(_ratio(fp, fp + tn)),
+        "falsePassRate": _r(_ratio(fn, fn + tp)),
+    }
+    ci = {
+        "precision": _ci(tp, tp + fp),
+        "recall": _ci(tp, tp + fn),
+        "specificity": _ci(tn, tn + fp),
+        "accuracy": _ci(tp + tn, n),
+        "falseBlockRate": _ci(fp, fp + tn),
+        "falsePassRate": _ci(fn, fn + tp),
+    }
+    return out, ci
+
+
+def _flips(results: list[CaseResult]) -> tuple[int, int]:
+    by_case: dict[str, set[str]] = defaultdict(set)
+    counts: dict[str, int] = defaultdict(int)
+    for r in results:
+        if r.decision is not None and r.error is None:
+            by_case[r.id].add(r.decision)
+            counts[r.id] += 1
+    eligible = [cid for cid, c in counts.items() if c >= 2]
+    flipped = sum(1 for cid in eligible if len(by_case[cid]) > 1)
+    return flipped, len(eligible)
+
+
+def _basic(results: list[CaseResult]) -> tuple[dict[str, Any], dict[str, list[float] | None]]:
+    decided = [r for r in results if r.decision is not None]
+    allow = sum(1 for r in decided if r.decision == "allow")
+    errors = sum(1 for r in results if r.error is not None)
+    out: dict[str, Any] = {
+        "n": len(results),
+        "allow": allow,
+        "block": len(decided) - allow,
+        "allowRate": _r(_ratio(allow, len(decided))),
+        "errors": errors,
+        "errorRate": _r(_ratio(errors, len(results))),
+    }
+    return out, {"allowRate": _ci(allow, len(decided)), "errorRate": _ci(errors, len(results))}
+
+
+def compute_report(results: list[CaseResult], *, name: str = "") -> dict[str, Any]:
+    """The ``report.json`` object for ``results`` (see the module docstring for definitions)."""
+    report: dict[str, Any] = {"name": name}
+    basic, ci = _basic(results)
+    report.update(basic)
+    report["cases"] = len({r.id for r in results})
+    report["repeats"] = max((r.repeat for r in results), default=-1) + 1
+    report["forcedStops"] = sum(1 for r in results if r.forced_stop)
+    labelled = [r for r in results if r.label is not None]
+    report["labelled"] = len(labelled)
+    if labelled:
+        scored = [r for r in labelled if r.decision is not None and r.error is None]
+        metrics, metric_ci = _classification(scored)
+        report.update(metrics)
+        ci.update(metric_ci)
+        report["disagreements"] = [
+            {"id": r.id, "repeat": r.repeat, "label": r.label, "decision": r.decision, "reason": r.reason}
+            for r in scored
+            if r.decision != r.label
+        ]
+    if report["repeats"] > 1:
+        flipped, eligible = _flips(results)
+        report["flipRate"] = _r(_ratio(flipped, eligible))
+        report["flips"] = {"flipped": flipped, "eligible": eligible}
+        ci["flipRate"] = _ci(flipped, eligible)
+    report["ci95"] = ci
+    durations = [r.duration_ms for r in results]
+    report["latencyMs"] = {
+        "p50": _r(percentile(durations, 50)),
+        "p90": _r(percentile(durations, 90)),
+        "p99": _r(percentile(durations, 99)),
+        "mean": _r(sum(durations) / len(durations)) if durations else None,
+        "max": _r(max(durations)) if durations else None,
+    }
+    report["tokens"] = {
+        "inputTokens": sum(r.usage.input_tokens for r in results),
+        "outputTokens": sum(r.usage.output_tokens for r in results),
+    }
+    report["cachedResults"] = sum(1 for r in results if r.cached)
+    report["byTag"] = _by_tag(results)
+    return report
+
+
+def _by_tag(results: list[CaseResult]) -> dict[str, dict[str, Any]]:
+    tags = sorted({t for r in results for t in r.tags})
+    out: dict[str, dict[str, Any]] = {}
+    for tag in tags:
+        subset = [r for r in results if tag in r.tags]
+        entry, _ = _basic(subset)
+        labelled = [r for r in subset if r.label is not None]
+        if labelled:
+            scored = [r for r in labelled if r.decision is not None and r.error is None]
+            metrics, _ = _classification(scored)
+            for key in ("confusion", "accuracy", "precision", "recall", "f1"):
+                entry[key] = metrics[key]
+        out[tag] = entry
+    return out
+
+
+def stable_view(report: dict[str, Any]) -> dict[str, Any]:
+    """The report without the keys that vary between runs of the same judgements."""
+    return {k: v for k, v in report.items() if k not in VOLATILE_KEYS}
+
+
+def metric_value(report: dict[str, Any], metric: str) -> float | None:
+    """A threshold metric's value (None when the run cannot define it)."""
+    value = report.get(metric)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def canonical_metric(name: str) -> str | None:
+    """``recall``, ``Recall``, ``balanced_accuracy``, ``cohen-kappa`` ... → the report key."""
+    key = name.strip().replace("_", "").replace("-", "").lower()
+    for metric in THRESHOLD_METRICS:
+        if metric.lower() == key:
+            return metric
+    if key == "kappa":
+        return "cohenKappa"
+    return None

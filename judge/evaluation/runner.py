@@ -1,0 +1,315 @@
+"""Run eval cases through the engine with bounded concurrency; record results durably.
+
+:func:`run_cases` evaluates every (case, repeat) pair with at most ``concurrency``
+judgements in flight, reports each result as it finishes (``on_result``) and returns
+them in case order x repeat. :class:`ResultsWriter` appends results to
+``results.jsonl`` — one ``write`` per line, fsync'd — from a background thread so disk
+latency never stalls the event loop; :func:`read_results` reads them back for
+``--resume`` (a line cut short by a crash is dropped and its pair re-run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import queue
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judge.config import Config
+from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
+from judge.engine import Engine, default_judge
+from judge.evaluation.cache import CachingJudge, JudgementCache
+from judge.evaluation.progress import Progress
+from judge.evaluation.suite import Case, resolve_path
+
+DEFAULT_CONCURRENCY = 16
+
+
+class CaseResult(BaseModel):
+    """The outcome of one (case, repeat): one line of ``results.jsonl``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    id: str
+    repeat: int = 0
+    decision: Literal["allow", "block"] | None = None
+    reason: str | None = None
+    label: Literal["allow", "block"] | None = None
+    forced_stop: bool = Field(False, alias="forcedStop")
+    error: str | None = None
+    duration_ms: float = Field(0.0, alias="durationMs")
+    usage: Usage = Field(default_factory=Usage)
+    group: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    cached: bool = False
+
+    def to_line(self) -> str:
+        """The JSONL line (with its newline)."""
+        return json.dumps(self.model_dump(by_alias=True), ensure_ascii=False) + "\n"
+
+
+class _CaseJudge:
+    """Per-case view of the shared judge that notes whether answers came from the cache."""
+
+    def __init__(self, judge: PromptJudge) -> None:
+        self.judge = judge
+        self.hits = 0
+        self.misses = 0
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        if isinstance(self.judge, CachingJudge):
+            verdict, hit = await self.judge.evaluate_cached(request)
+        else:
+            verdict, hit = await self.judge.evaluate(request), False
+        if hit:
+            self.hits += 1
+        else:
+            self.misses += 1
+        return verdict
+
+
+class _Transcripts:
+    """Transcript files for cases: given paths resolved, inline text written to a temp folder."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self.base_dir = base_dir
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def path_for(self, case: Case) -> Path | None:
+        if case.transcript_path is not None:
+            return resolve_path(self.base_dir, case.transcript_path)
+        if case.transcript is None:
+            return None
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="judge-eval-")
+        data = case.transcript.encode("utf-8")
+        path = Path(self._tmp.name) / f"{hashlib.sha256(data).hexdigest()[:32]}.txt"
+        if not path.exists():
+            path.write_bytes(data)
+        return path
+
+    def context_for(self, case: Case) -> dict[str, Any]:
+        context = dict(case.context)
+        summary = context.get("execution_summary")
+        if isinstance(summary, str) and summary and not Path(summary).is_absolute():
+            context["execution_summary"] = str(resolve_path(self.base_dir, summary))
+        return context
+
+    def cleanup(self) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+async def _judge_one(
+    engine_for: Callable[[PromptJudge], Engine],
+    judge: PromptJudge,
+    event: str,
+    case: Case,
+    repeat: int,
+    transcripts: _Transcripts,
+) -> CaseResult:
+    recorder = _CaseJudge(judge)
+    engine = engine_for(recorder)
+    result = CaseResult(id=case.id, repeat=repeat, label=case.label, group=case.group, tags=case.tags)
+    start = time.perf_counter()
+    try:
+        decision = await engine.evaluate(
+            event, transcripts.context_for(case), transcripts.path_for(case), repeat=repeat
+        )
+    except Exception as exc:  # the run goes on; the case records why it has no decision
+        result.error = f"{type(exc).__name__}: {exc}"
+        result.duration_ms = round((time.perf_counter() - start) * 1000.0, 3)
+        return result
+    result.duration_ms = round((time.perf_counter() - start) * 1000.0, 3)
+    result.decision = decision.decision
+    result.reason = decision.reason
+    result.forced_stop = decision.forced_stop
+    errors = [f"{h.level}[{h.index}] ({h.type}): {h.error}" for h in decision.hooks if h.error]
+    result.error = "; ".join(errors) or None
+    usage = Usage()
+    for hook in decision.hooks:
+        if hook.usage is not None:
+            usage = usage + hook.usage
+    result.usage = usage
+    result.cached = recorder.hits > 0 and recorder.misses == 0
+    return result
+
+
+def pairs(cases: Iterable[Case], repeats: int) -> list[tuple[str, int]]:
+    """The (id, repeat) pairs of a run, in report order."""
+    return [(case.id, r) for case in cases for r in range(repeats)]
+
+
+async def run_cases(
+    config: Config,
+    event: str,
+    cases: list[Case],
+    *,
+    base_dir: Path,
+    repeats: int = 1,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    judge: PromptJudge | None = None,
+    cache: JudgementCache | None = None,
+    on_result: Callable[[CaseResult], None] | None = None,
+    progress: Progress | None = None,
+    skip: set[tuple[str, int]] | None = None,
+) -> list[CaseResult]:
+    """Judge every case ``repeats`` times; results in case order x repeat.
+
+    ``judge`` evaluates prompt hooks (default: the LLM judge); with ``cache`` it is
+    wrapped in a :class:`CachingJudge`. ``skip`` holds (id, repeat) pairs already done
+    (``--resume``); they are neither run nor returned. ``on_result`` sees each result as
+    it finishes. Cancellation (Ctrl-C) stops the workers; finished results have already
+    been passed to ``on_result``.
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    if repeats < 1:
+        raise ValueError("repeats must be at least 1")
+    inner = judge if judge is not None else default_judge()
+    shared: PromptJudge = CachingJudge(inner, cache) if cache is not None else inner
+    done = skip or set()
+    jobs = [(i, case, r) for i, case in enumerate(cases) for r in range(repeats) if (case.id, r) not in done]
+    if progress is not None:
+        progress.start(len(cases) * repeats, done=len(cases) * repeats - len(jobs))
+    transcripts = _Transcripts(base_dir)
+    results: dict[tuple[int, int], CaseResult] = {}
+    pending: asyncio.Queue[tuple[int, Case, int]] = asyncio.Queue()
+    for job in jobs:
+        pending.put_nowait(job)
+
+    def engine_for(case_judge: PromptJudge) -> Engine:
+        return Engine(config, judge=case_judge)
+
+    async def worker() -> None:
+        while True:
+            try:
+                index, case, repeat = pending.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            result = await _judge_one(engine_for, shared, event, case, repeat, transcripts)
+            results[(index, repeat)] = result
+            if on_result is not None:
+                on_result(result)
+            if progress is not None:
+                progress.advance(result)
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, max(len(jobs), 1)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        transcripts.cleanup()
+        if progress is not None:
+            progress.finish()
+    return [results[key] for key in sorted(results)]
+
+
+# ---------------------------------------------------------------------------
+# results.jsonl
+
+
+class ResultsWriter:
+    """Appends results to a JSONL file durably: one write per line, fsync'd in a background thread.
+
+    Lines are written in the order they are handed in; the file is fsync'd whenever the
+    writer catches up, so a crash loses at most the lines still queued (``--resume``
+    re-runs those pairs). :meth:`close` drains the queue.
+    """
+
+    def __init__(self, path: str | Path, *, truncate: bool = False) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if truncate else 0)
+        self._fd = os.open(self.path, flags, 0o644)
+        self._queue: queue.Queue[bytes | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="results-writer", daemon=True)
+        self._thread.start()
+        self.error: OSError | None = None
+
+    def write(self, result: CaseResult) -> None:
+        self._queue.put(result.to_line().encode("utf-8"))
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            try:
+                os.write(self._fd, item)
+                if self._queue.empty():
+                    os.fsync(self._fd)
+            except OSError as exc:
+                self.error = exc
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def repair_results(path: Path) -> None:
+    """Drop a trailing partial line (a crash mid-write) so appending starts on a fresh line."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        with path.open("r+b") as fh:
+            fh.truncate(keep)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def read_results(path: str | Path) -> list[CaseResult]:
+    """Results in a JSONL file, in file order; unreadable lines are skipped."""
+    out: list[CaseResult] = []
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return out
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(CaseResult.model_validate_json(line))
+        except ValidationError:
+            continue
+    return out
+
+
+def order_results(results: Iterable[CaseResult], cases: list[Case], repeats: int) -> list[CaseResult]:
+    """The results for the suite's pairs in case order x repeat (the last line per pair wins).
+
+    Label, group and tags are taken from the suite's current cases.
+    """
+    by_pair = {(r.id, r.repeat): r for r in results}
+    out = []
+    for case in cases:
+        for r in range(repeats):
+            found = by_pair.get((case.id, r))
+            if found is not None:
+                update = {"label": case.label, "group": case.group, "tags": case.tags}
+                out.append(found.model_copy(update=update))
+    return out

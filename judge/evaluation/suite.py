@@ -1,0 +1,207 @@
+"""Eval suites (INTERFACES §7): a YAML file naming a hook config, an event and a JSONL of cases.
+
+```yaml
+name: completeness-smoke
+config: agent.yaml          # hooks config, relative to this file
+event: Stop
+cases: cases.jsonl          # relative to this file
+repeats: 1
+```
+
+Every line of the cases file is one :class:`Case`. Problems are reported with their
+place, ``cases.jsonl:7: context.final_output: Input should be a valid string``, and all
+problems of a file are collected before :class:`SuiteError` is raised.
+
+Relative paths inside a case (``transcript_path``, a relative ``execution_summary``) are
+resolved against the suite file's folder (:attr:`Suite.base_dir`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from judge.config import EVENTS, Config, load_config
+from judge.context import parse_context
+from judge.errors import ConfigError, ContextError, JudgeError
+
+
+class SuiteError(JudgeError):
+    """The suite (or its config or cases) cannot be used; ``problems`` holds located messages."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class Case(BaseModel):
+    """One recorded response to judge (one line of the cases JSONL)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, description="Unique id of the case within the suite.")
+    context: dict[str, Any] = Field(description="The hook context JSON (SPEC §2) for the suite's event.")
+    transcript: str | None = Field(None, description="Inline transcript text.")
+    transcript_path: str | None = Field(None, description="Transcript file, relative to the suite file.")
+    label: Literal["allow", "block"] | None = Field(
+        None, description="What a person says the gate should answer."
+    )
+    group: str | None = Field(None, description="Grouping key (e.g. the pair or task the case comes from).")
+    tags: list[str] = Field(default_factory=list, description="Free-form tags for per-tag breakdowns.")
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_is_text(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_transcript(self) -> Case:
+        if self.transcript is not None and self.transcript_path is not None:
+            raise ValueError("give either `transcript` or `transcript_path`, not both")
+        return self
+
+
+class SuiteFile(BaseModel):
+    """The suite YAML document."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, description="Suite name (default: the file's stem).")
+    description: str | None = Field(None, description="Free text.")
+    config: str = Field(description="Hook configuration file, relative to the suite file.")
+    event: str = Field("Stop", description="The event every case is evaluated for.")
+    cases: str = Field(description="Cases JSONL file, relative to the suite file.")
+    repeats: int = Field(1, ge=1, le=100, description="Judgements per case (flip rate when > 1).")
+
+    @field_validator("event")
+    @classmethod
+    def _known_event(cls, value: str) -> str:
+        if value not in EVENTS:
+            raise ValueError(f"unknown event {value!r} (expected one of {', '.join(EVENTS)})")
+        return value
+
+
+@dataclass
+class Suite:
+    """A loaded, validated suite."""
+
+    name: str
+    path: Path
+    base_dir: Path
+    config: Config
+    event: str
+    cases: list[Case]
+    repeats: int
+
+
+def _problems(prefix: str, exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        out.append(f"{prefix}: {where}: {msg}" if where else f"{prefix}: {msg}")
+    return out
+
+
+def resolve_path(base_dir: Path, value: str) -> Path:
+    """``value`` as a path, relative ones taken from ``base_dir``."""
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else base_dir / p
+
+
+def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[list[Case], list[str]]:
+    """Parse a cases JSONL text; return the good cases and located problems."""
+    cases: list[Case] = []
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{lineno}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}")
+            continue
+        if not isinstance(raw, dict):
+            problems.append(f"{where}: each line must be a JSON object, got {type(raw).__name__}")
+            continue
+        try:
+            case = Case.model_validate(raw)
+        except ValidationError as exc:
+            problems.extend(_problems(where, exc))
+            continue
+        if case.id in seen:
+            problems.append(f"{where}: duplicate id {case.id!r} (first on line {seen[case.id]})")
+            continue
+        seen[case.id] = lineno
+        try:
+            parse_context(event, case.context)
+        except ContextError as exc:
+            problems.append(f"{where}: case {case.id!r}: {exc}")
+            continue
+        if case.transcript_path is not None and not resolve_path(base_dir, case.transcript_path).is_file():
+            problems.append(f"{where}: case {case.id!r}: transcript_path not found: {case.transcript_path}")
+            continue
+        cases.append(case)
+    return cases, problems
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate a suite, its hook config and its cases; raise :class:`SuiteError`."""
+    suite_path = Path(path)
+    src = str(suite_path)
+    try:
+        text = suite_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError([f"{src}: suite file not found"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError([f"{src}: cannot read: {exc}"]) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise SuiteError([f"{src}{line}: malformed YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    if not isinstance(data, dict):
+        raise SuiteError([f"{src}: a suite must be a mapping with config, event and cases"])
+    try:
+        doc = SuiteFile.model_validate(data)
+    except ValidationError as exc:
+        raise SuiteError(_problems(src, exc)) from None
+    base_dir = suite_path.resolve().parent
+    try:
+        config = load_config(resolve_path(base_dir, doc.config))
+    except ConfigError as exc:
+        where = exc.source or doc.config
+        raise SuiteError([f"{where}: {p}" for p in exc.problems]) from None
+    cases_path = resolve_path(base_dir, doc.cases)
+    try:
+        cases_text = cases_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError([f"{src}: cases file not found: {cases_path}"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError([f"{cases_path}: cannot read: {exc}"]) from None
+    cases, problems = parse_cases(cases_text, str(cases_path), doc.event, base_dir)
+    if problems:
+        raise SuiteError(problems)
+    if not cases:
+        raise SuiteError([f"{cases_path}: no cases"])
+    return Suite(
+        name=doc.name or suite_path.stem,
+        path=suite_path,
+        base_dir=base_dir,
+        config=config,
+        event=doc.event,
+        cases=cases,
+        repeats=doc.repeats,
+    )
