@@ -1,0 +1,101 @@
+"""The LLM judge for prompt hooks (SPEC §5).
+
+``LLMJudge().evaluate(request)`` renders the hook's prompt, resolves its model tier to a
+provider, binds ReadFile/GrepSearch to the rendered transcript, runs the tool loop and
+returns a :class:`~judge.decision.PromptVerdict`. Every failure is a
+:class:`~judge.errors.HookError` (the engine applies the hook's ``failMode``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from collections.abc import Callable, Mapping
+
+from judge.decision import PromptRequest, PromptVerdict
+from judge.errors import HookError
+from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
+from judge.llm.prompts import render_prompt
+from judge.llm.providers import make_provider
+from judge.llm.providers.base import Provider
+from judge.llm.tiers import ResolvedModel, resolve_model
+from judge.llm.tools import GREP_SECONDS, TranscriptTools
+from judge.transcripts import prepare_transcript
+
+__all__ = ["LLMJudge", "ProviderFactory", "ResolvedModel", "resolve_model"]
+
+#: Builds the provider for a resolved model (inject one in tests).
+ProviderFactory = Callable[[ResolvedModel], Provider]
+
+
+class LLMJudge:
+    """The default prompt judge: environment-driven providers, or ``provider_for``.
+
+    ``env`` defaults to :data:`os.environ`, read at each judgement. Each judgement
+    creates its provider (SDK client) and closes it afterwards, so no connection
+    outlives its event loop.
+    """
+
+    def __init__(
+        self,
+        provider_for: ProviderFactory | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        max_tool_rounds: int = MAX_TOOL_ROUNDS,
+        grep_seconds: float = GREP_SECONDS,
+    ) -> None:
+        self.provider_for = provider_for
+        self.env = env
+        self.max_tool_rounds = max_tool_rounds
+        self.grep_seconds = grep_seconds
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        """Judge one prompt hook within ``hook.timeout`` seconds; HookError on failure."""
+        hook = request.hook
+        deadline = asyncio.get_running_loop().time() + hook.timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._evaluate(request, deadline)
+        except TimeoutError:
+            raise HookError(f"the judgement timed out after {hook.timeout}s") from None
+
+    async def _evaluate(self, request: PromptRequest, deadline: float) -> PromptVerdict:
+        hook = request.hook
+        env = os.environ if self.env is None else self.env
+        try:
+            model = resolve_model(hook.model, request.models, env)
+        except ValueError as exc:
+            raise HookError(f"model {hook.model!r}: {exc}") from None
+        prompt = render_prompt(
+            hook.prompt or "",
+            request.context,
+            request.base_dir,
+            arguments=delimit_context(request.context),
+        )
+        tools = None
+        if request.transcript_path is not None:
+            try:
+                rendered = await asyncio.to_thread(prepare_transcript, request.transcript_path)
+            except OSError as exc:
+                raise HookError(
+                    f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
+                ) from None
+            tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds)
+        if self.provider_for is not None:
+            provider = self.provider_for(model)
+            return await run_judgement(
+                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
+            )
+        if model.provider in ("openai", "anthropic"):
+            # A first SDK import takes seconds: keep it off the event loop.
+            await asyncio.to_thread(importlib.import_module, model.provider)
+        provider = make_provider(model, env, request.base_dir)
+        try:
+            return await run_judgement(
+                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
+            )
+        finally:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()

@@ -1,0 +1,117 @@
+"""Rendering of prompt-hook templates (SPEC §5).
+
+A hook's ``prompt`` is a Jinja2 template, rendered in a sandbox with ``StrictUndefined``.
+It may ``{% include %}`` templates from the config file's folder and from the packaged
+prompt library (``completeness.j2``, ``investigation.j2``, ``evidence.j2``,
+``format_marker.j2``; also reachable as ``prompts/<name>``). Includes never leave those
+folders. The context fields are available as variables (``{{ hook_event_name }}``,
+``{{ context.tool_name }}``, ...).
+
+``$ARGUMENTS`` becomes the pretty-printed context JSON — every occurrence, in the hook's
+template and in included templates; when no template mentions it, the context is
+appended. The substitution happens after Jinja rendering (through a random placeholder),
+so agent content is data: a final answer containing ``{{ 7*7 }}`` arrives verbatim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from judge.errors import HookError
+
+ARGUMENTS = "$ARGUMENTS"
+
+
+def library_dir() -> Path | None:
+    """The prompt library: ``judge/_prompts`` in an installed wheel, else ``prompts/``."""
+    try:
+        packaged = Path(str(resources.files("judge") / "_prompts"))
+    except (ModuleNotFoundError, TypeError):
+        packaged = None
+    if packaged is not None and packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parents[2] / "prompts"
+    return checkout if checkout.is_dir() else None
+
+
+class _ConfinedLoader(jinja2.FileSystemLoader):
+    """A file loader that refuses files whose real path leaves its folder (symlinks),
+    and swaps ``$ARGUMENTS`` for the render's placeholder."""
+
+    def __init__(self, root: Path, placeholder: str) -> None:
+        super().__init__(str(root))
+        self.root = os.path.realpath(root)
+        self.placeholder = placeholder
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        real = os.path.realpath(filename)
+        if os.path.commonpath([real, self.root]) != self.root:
+            raise jinja2.TemplateNotFound(template)
+        return source.replace(ARGUMENTS, self.placeholder), filename, uptodate
+
+
+def _loader(base_dir: Path | None, placeholder: str) -> jinja2.BaseLoader:
+    loaders: list[jinja2.BaseLoader] = []
+    if base_dir is not None and base_dir.is_dir():
+        loaders.append(_ConfinedLoader(base_dir, placeholder))
+    library = library_dir()
+    if library is not None:
+        loaders.append(_ConfinedLoader(library, placeholder))
+        loaders.append(jinja2.PrefixLoader({"prompts": _ConfinedLoader(library, placeholder)}))
+    return jinja2.ChoiceLoader(loaders)
+
+
+def context_json(context: dict[str, Any]) -> str:
+    """The context as pretty JSON (what ``$ARGUMENTS`` becomes)."""
+    return json.dumps(context, indent=2, ensure_ascii=False, default=str)
+
+
+def render_prompt(
+    template: str,
+    context: dict[str, Any],
+    base_dir: Path | None = None,
+    *,
+    arguments: str | None = None,
+) -> str:
+    """Render a hook prompt: Jinja2 first, then ``$ARGUMENTS`` (or an appended context).
+
+    ``arguments`` overrides the text substituted for ``$ARGUMENTS`` (default: the pretty
+    context JSON). Template problems raise :class:`HookError` with the line number.
+    """
+    placeholder = f"@@JUDGE_ARGUMENTS_{secrets.token_hex(8)}@@"
+    env = SandboxedEnvironment(
+        loader=_loader(base_dir, placeholder),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+    variables: dict[str, Any] = {k: v for k, v in context.items() if str(k).isidentifier()}
+    variables["context"] = context
+    try:
+        compiled = env.from_string(template.replace(ARGUMENTS, placeholder))
+        rendered = compiled.render(variables)
+    except jinja2.TemplateSyntaxError as exc:
+        where = f" in {exc.name}" if exc.name else ""
+        raise HookError(f"prompt template error{where} at line {exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateNotFound as exc:
+        raise HookError(f"prompt template error: included template not found: {exc.name}") from None
+    except jinja2.UndefinedError as exc:
+        raise HookError(f"prompt template error: {exc.message}") from None
+    except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, LookupError) as exc:
+        raise HookError(f"prompt template error: {exc}") from None
+    text = arguments if arguments is not None else context_json(context)
+    if placeholder in rendered:
+        return rendered.replace(placeholder, text)
+    return rendered.rstrip("\n") + "\n\n" + text

@@ -1,0 +1,86 @@
+"""Retries for provider calls: the ONE place that owns them.
+
+Transient failures (:class:`~judge.llm.providers.base.TransientError`: 429, 5xx, timeouts,
+connection errors) are retried with jittered exponential backoff; a server's
+``retry-after`` is honoured. Everything happens before ``deadline`` (an event-loop time):
+no sleep runs past it and each attempt gets only the time that remains. When retrying
+is hopeless or exhausted the last failure becomes a :class:`~judge.errors.HookError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+from tenacity.stop import stop_base
+
+from judge.errors import HookError
+from judge.llm.providers.base import TransientError
+
+T = TypeVar("T")
+
+MAX_ATTEMPTS = 6
+BACKOFF_MULTIPLIER = 0.5
+BACKOFF_MAX = 8.0
+#: The least time worth starting another attempt with.
+MIN_ATTEMPT_SECONDS = 0.05
+
+_jitter = wait_random_exponential(multiplier=BACKOFF_MULTIPLIER, max=BACKOFF_MAX)
+
+
+def _remaining(deadline: float) -> float:
+    return deadline - asyncio.get_running_loop().time()
+
+
+async def call_with_retries(
+    attempt: Callable[[float], Awaitable[T]],
+    deadline: float,
+    *,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> T:
+    """Run ``attempt(remaining_seconds)`` until it succeeds, retrying transient errors.
+
+    ``deadline`` is in :func:`asyncio.get_running_loop().time` seconds.
+    """
+
+    def wait(state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        hint = error.retry_after if isinstance(error, TransientError) else None
+        delay = hint if hint is not None else _jitter(state)
+        return max(0.0, delay)
+
+    class StopAtDeadline(stop_base):
+        """Give up when the next sleep plus a minimal attempt would pass the deadline."""
+
+        def __call__(self, state: RetryCallState) -> bool:
+            return _remaining(deadline) - state.upcoming_sleep < MIN_ATTEMPT_SECONDS
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception_type(TransientError),
+        wait=wait,
+        stop=stop_after_attempt(max_attempts) | StopAtDeadline(),
+        reraise=True,
+    )
+    attempts = 0
+    try:
+        async for state in retrying:
+            with state:
+                attempts += 1
+                remaining = _remaining(deadline)
+                if remaining <= 0:
+                    raise HookError("the hook timeout was reached before the model answered")
+                return await attempt(remaining)
+    except TransientError as exc:
+        hint = f" (server asked to retry after {exc.retry_after:g} s)" if exc.retry_after else ""
+        raise HookError(
+            f"provider failed after {attempts} attempt{'s' if attempts != 1 else ''}: {exc}{hint}"
+        ) from None
+    raise AssertionError("unreachable")  # pragma: no cover

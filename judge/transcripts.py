@@ -1,0 +1,283 @@
+"""Render agent transcripts to readable, line-oriented text for the judge's tools.
+
+Supported shapes (detected from the file's beginning):
+
+* plain text — used as is;
+* JSON: an OpenAI-style message list, ``{"messages": [...]}``, or τ-bench results
+  (items with a ``traj`` message list, ``task_id``, ``reward``);
+* JSONL: one message (or any object) per line;
+* Claude Code JSONL session logs, rendered by
+  ``judge.integrations.claude_code_transcript.render_claude_code_lines`` when available.
+
+JSONL and text are streamed, so memory stays bounded however large the file is.
+Rendered text is cached in a private temporary folder keyed by path, size and mtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+Format = Literal["text", "json", "jsonl", "claude-code"]
+
+RENDER_VERSION = "1"
+SNIFF_BYTES = 64 * 1024
+SNIFF_LINES = 50
+#: Whole-document JSON is parsed in memory; larger documents are treated as text.
+MAX_JSON_BYTES = 200 * 1024 * 1024
+CACHE_MAX_AGE_SECONDS = 24 * 3600
+CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "summary", "system"})
+
+
+def _is_claude_code(obj: Any) -> bool:
+    return (
+        isinstance(obj, dict)
+        and obj.get("type") in CLAUDE_CODE_TYPES
+        and ("message" in obj or "sessionId" in obj)
+    )
+
+
+def detect_format(path: Path) -> Format:
+    """Which renderer a transcript needs (sniffs only the beginning of the file)."""
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        head = handle.read(SNIFF_BYTES)
+    stripped = head.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return "text"
+    lines = [line for line in head.splitlines() if line.strip()]
+    complete = lines if len(head) < SNIFF_BYTES else lines[:-1]
+    parsed: list[Any] = []
+    for line in complete[:SNIFF_LINES]:
+        try:
+            parsed.append(json.loads(line))
+        except json.JSONDecodeError:
+            parsed = []
+            break
+    one_document = len(lines) == 1 and stripped.startswith("[")
+    if parsed and all(isinstance(obj, dict) for obj in parsed) and not one_document:
+        if any(_is_claude_code(obj) for obj in parsed):
+            return "claude-code"
+        return "jsonl"
+    if path.stat().st_size <= MAX_JSON_BYTES:
+        try:
+            with path.open("r", encoding="utf-8") as handle:
+                json.load(handle)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return "text"
+        return "json"
+    return "text"
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+
+
+def _dump(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _content_lines(content: Any) -> Iterator[str]:
+    if content is None:
+        return
+    if isinstance(content, str):
+        yield from content.splitlines() or [""]
+        return
+    if not isinstance(content, list):
+        yield from _dump(content).splitlines()
+        return
+    for part in content:
+        if not isinstance(part, dict):
+            yield from _dump(part).splitlines()
+            continue
+        kind = part.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            yield from str(part.get("text", "")).splitlines() or [""]
+        elif kind == "thinking":
+            yield "(thinking)"
+            yield from str(part.get("thinking", "")).splitlines()
+        elif kind == "tool_use":
+            yield f"→ tool call {part.get('name')}({_dump(part.get('input', {}))}) [{part.get('id')}]"
+        elif kind == "tool_result":
+            flag = " (error)" if part.get("is_error") else ""
+            yield f"← tool result [{part.get('tool_use_id')}]{flag}:"
+            yield from _content_lines(part.get("content"))
+        elif kind in ("image", "image_url", "input_image"):
+            yield "[image]"
+        else:
+            yield from _dump(part).splitlines()
+
+
+def render_message(message: dict[str, Any], index: int) -> Iterator[str]:
+    """Readable lines for one chat message (OpenAI or Anthropic content shapes)."""
+    role = str(message.get("role") or message.get("type") or "message")
+    name = message.get("name")
+    if role == "tool" or role == "function":
+        call_id = message.get("tool_call_id")
+        ident = f" [{call_id}]" if call_id else ""
+        yield f"[{index}] tool result{f' {name}' if name else ''}{ident}:"
+    else:
+        yield f"[{index}] {role}{f' ({name})' if name else ''}:"
+    yield from _content_lines(message.get("content"))
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, dict):
+            function = call.get("function") or {}
+            yield (
+                f"→ tool call {function.get('name')}({_dump(function.get('arguments', ''))})"
+                f" [{call.get('id')}]"
+            )
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict):
+        yield f"→ tool call {legacy.get('name')}({_dump(legacy.get('arguments', ''))})"
+    yield ""
+
+
+def _render_messages(messages: Iterable[Any]) -> Iterator[str]:
+    for index, message in enumerate(messages, 1):
+        if isinstance(message, dict):
+            yield from render_message(message, index)
+        else:
+            yield f"[{index}] {_dump(message)}"
+            yield ""
+
+
+def _is_message_list(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(m, dict) and ("role" in m or "type" in m) for m in value[:20]
+    )
+
+
+def render_json_document(data: Any) -> Iterator[str]:
+    """Lines for a whole JSON transcript: message list, ``{"messages"}`` or τ-bench items."""
+    items = data if isinstance(data, list) else [data]
+    if (
+        isinstance(data, list)
+        and _is_message_list(data)
+        and not any(isinstance(m, dict) and "traj" in m for m in data[:5])
+    ):
+        yield from _render_messages(data)
+        return
+    for item in items:
+        if isinstance(item, dict) and isinstance(item.get("traj"), list):
+            extras = ", ".join(f"{key} {item[key]}" for key in ("trial", "reward") if key in item)
+            yield f"=== task {item.get('task_id')}{f' ({extras})' if extras else ''} ==="
+            yield from _render_messages(item["traj"])
+        elif isinstance(item, dict) and _is_message_list(item.get("messages")):
+            yield from _render_messages(item["messages"])
+        else:
+            yield from json.dumps(item, ensure_ascii=False, indent=2).splitlines()
+
+
+def render_jsonl_lines(lines: Iterable[str]) -> Iterator[str]:
+    """Lines for a generic JSONL transcript: messages rendered, other objects compact."""
+    index = 0
+    for raw in lines:
+        text = raw.rstrip("\n")
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError:
+            yield text
+            continue
+        message = obj.get("message") if isinstance(obj, dict) else None
+        if isinstance(obj, dict) and "role" in obj:
+            index += 1
+            yield from render_message(obj, index)
+        elif isinstance(message, dict) and "role" in message:
+            index += 1
+            yield from render_message(message, index)
+        else:
+            yield _dump(obj)
+
+
+def _file_lines(path: Path) -> Iterator[str]:
+    with path.open("r", encoding="utf-8", errors="replace") as handle:
+        yield from handle
+
+
+def render_lines(path: Path, fmt: Format | None = None) -> Iterator[str]:
+    """Rendered text lines of a transcript (streaming except whole-document JSON)."""
+    fmt = fmt or detect_format(path)
+    if fmt == "text":
+        for line in _file_lines(path):
+            yield line.rstrip("\n")
+    elif fmt == "json":
+        with path.open("r", encoding="utf-8") as handle:
+            data = json.load(handle)
+        yield from render_json_document(data)
+    elif fmt == "claude-code":
+        try:
+            from judge.integrations.claude_code_transcript import render_claude_code_lines
+        except ImportError:
+            yield from render_jsonl_lines(_file_lines(path))
+        else:
+            for rendered in render_claude_code_lines(_file_lines(path)):
+                yield from rendered.splitlines() or [""]
+    else:
+        yield from render_jsonl_lines(_file_lines(path))
+
+
+# ---------------------------------------------------------------------------
+# Cache
+
+
+def _cache_dir() -> Path:
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = Path(tempfile.gettempdir()) / f"judge-transcripts-{uid}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.stat()
+        if hasattr(os, "getuid") and (info.st_uid != uid or info.st_mode & 0o077):
+            raise PermissionError(f"{folder} is not private")
+    except OSError:
+        folder = Path(tempfile.mkdtemp(prefix="judge-transcripts-"))
+    return folder
+
+
+def _evict_old(folder: Path) -> None:
+    cutoff = time.time() - CACHE_MAX_AGE_SECONDS
+    for entry in folder.glob("*.txt"):
+        with contextlib.suppress(OSError):
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink()
+
+
+def prepare_transcript(path: str | Path) -> Path:
+    """A readable text version of the transcript at ``path`` for the judge's tools.
+
+    Plain text returns ``path`` itself; other shapes are rendered once into a cached
+    temporary file (re-rendered when the source changes). Raises ``OSError`` when the
+    file cannot be read.
+    """
+    source = Path(path)
+    fmt = detect_format(source)
+    if fmt == "text":
+        return source
+    info = source.stat()
+    key = f"{source.resolve()}|{info.st_size}|{info.st_mtime_ns}|{fmt}|{RENDER_VERSION}"
+    folder = _cache_dir()
+    target = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.txt"
+    if target.exists():
+        return target
+    _evict_old(folder)
+    descriptor, partial = tempfile.mkstemp(dir=folder, suffix=".part")
+    try:
+        with open(descriptor, "w", encoding="utf-8") as handle:
+            for line in render_lines(source, fmt):
+                handle.write(line)
+                handle.write("\n")
+        os.replace(partial, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+    return target
