@@ -86,7 +86,7 @@ class Hook(BaseModel):
         description="Tool events: a regex over the tool name, anchored as `^(pattern)$`, "
         "case-sensitive; `*` matches every tool; empty matches none.",
     )
-    timeout: int = Field(30, description="Seconds the whole hook may take (1-300).")
+    timeout: int = Field(30, ge=1, le=300, description="Seconds the whole hook may take (1-300).")
     fail_mode: FailMode | None = Field(
         None,
         alias="failMode",
@@ -100,6 +100,8 @@ class Hook(BaseModel):
     )
     max_rejections: int = Field(
         3,
+        ge=1,
+        le=25,
         alias="maxRejections",
         description="Stop prompt hooks: how many rejections end the loop (1-25).",
     )
@@ -439,7 +441,13 @@ def parse_document(text: str, source: str = "<config>") -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        context = getattr(exc, "context", None)
+        context_mark = getattr(exc, "context_mark", None)
+        if context and context_mark is not None:
+            problem += (
+                f" ({context} that starts at line {context_mark.line + 1}, column {context_mark.column + 1})"
+            )
         raise ConfigError([f"malformed YAML{where}: {problem}"], source) from None
 
 
