@@ -243,17 +243,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tune", help="tune a prompt hook against a labelled suite")
     p.add_argument("suite", nargs="?", help="labelled suite YAML file")
-    p.add_argument("--hook", help="the hook to tune, EVENT:INDEX (e.g. Stop:0)")
-    p.add_argument("--out", help="output folder")
-    p.add_argument("--rounds", type=int, default=3, help="optimizer rounds")
-    p.add_argument("--beam", type=int, default=3, help="prompts kept per round")
-    p.add_argument("--max-calls", type=int, default=None, help="budget of LLM calls")
-    p.add_argument("--repeats", type=int, default=1, help="judgements per item and prompt")
-    p.add_argument("--seed", type=int, default=0, help="split seed")
-    p.add_argument("--split", default="20/40/40", help="train/dev/test percentages")
-    p.add_argument("--optimizer-model", default="Reasoning", help="tier or model of the optimizer")
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--compare", nargs=3, metavar=("A", "B", "SUITE"), help="compare two configs on a suite")
+    p.add_argument(
+        "--hook", help="the hook to tune, EVENT:INDEX (e.g. Stop:0); default: the only prompt hook"
+    )
+    p.add_argument("--out", help="output folder (candidates.jsonl, best.yaml, report.html)")
+    p.add_argument("--rounds", type=int, default=3, help="optimizer rounds (default 3)")
+    p.add_argument("--beam", type=int, default=3, help="prompts kept per round, selected on dev (default 3)")
+    p.add_argument(
+        "--edits", type=int, default=3, help="edited prompts asked for per beam prompt (default 3)"
+    )
+    p.add_argument(
+        "--max-calls", type=int, default=None, help="budget of LLM calls, judge and optimizer (default: none)"
+    )
+    p.add_argument(
+        "--repeats", type=int, default=None, help="judgements per item and prompt (default: suite's)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="split and sampling seed (default 0)")
+    p.add_argument("--split", default="20/40/40", help="train/dev/test percentages (default 20/40/40)")
+    p.add_argument(
+        "--optimizer-model", default="Reasoning", help="tier or model of the optimizer (default Reasoning)"
+    )
+    p.add_argument("--concurrency", type=int, default=8, help="parallel judgements (default 8)")
+    p.add_argument(
+        "--compare", nargs=3, metavar=("A", "B", "SUITE"), help="compare two hook configs on a suite's items"
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=cmd_tune)
     p.error_exit = 2  # type: ignore[attr-defined]
 

@@ -1,0 +1,232 @@
+"""Measuring a prompt on a split of a labelled suite, with every LLM call budgeted.
+
+The tuned hook is measured alone: the evaluated config holds only that hook (its prompt
+replaced by the candidate), so other hooks of the config neither run nor cost calls.
+A result's decision is the hook's verdict: a stop forced through by ``maxRejections``
+still counts as the block the judge gave, and a result with an error (timeout, provider
+failure) has no decision, which scores as a miss.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from judge.config import Config, Hook, HookSet
+from judge.decision import PromptJudge
+from judge.evaluation.runner import CaseResult, run_cases
+from judge.evaluation.suite import Case
+from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
+from judge.llm.tiers import ResolvedModel
+from judge.tuning.optimizer import Budget, ItemOutcome, SplitEval
+from judge.tuning.splits import Split
+from judge.tuning.stats import balanced_accuracy, flip_rate, majority_vote
+
+DESCRIBE_CHARS = 1500
+
+
+class BudgetedProvider:
+    """A provider whose every request takes one call from ``budget`` first."""
+
+    def __init__(self, inner: Provider, budget: Budget) -> None:
+        self.inner = inner
+        self.budget = budget
+        self.label = inner.label
+
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        *,
+        tool_choice: ToolChoice = "auto",
+        timeout: float | None = None,
+    ) -> Completion:
+        self.budget.take()
+        return await self.inner.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
+
+
+class BudgetedProviders:
+    """A provider factory for :class:`judge.llm.LLMJudge`: one budgeted provider per model."""
+
+    def __init__(
+        self,
+        budget: Budget,
+        base_dir: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        make: Any = None,
+    ) -> None:
+        self.budget = budget
+        self.base_dir = base_dir
+        self.env = env
+        self.make = make
+        self._made: dict[str, BudgetedProvider] = {}
+
+    def __call__(self, model: ResolvedModel) -> Provider:
+        if model.label not in self._made:
+            if self.make is not None:
+                inner: Provider = self.make(model)
+            else:
+                from judge.llm.providers import make_provider
+
+                inner = make_provider(model, os.environ if self.env is None else self.env, self.base_dir)
+            self._made[model.label] = BudgetedProvider(inner, self.budget)
+        return self._made[model.label]
+
+
+def budgeted_judge(
+    budget: Budget, base_dir: Path | None = None, env: Mapping[str, str] | None = None, make: Any = None
+) -> PromptJudge:
+    """The LLM judge with every provider request counted against ``budget``.
+
+    ``make`` (``ResolvedModel -> Provider``) replaces the environment's providers (tests).
+    """
+    from judge.llm import LLMJudge
+
+    judge: PromptJudge = LLMJudge(provider_for=BudgetedProviders(budget, base_dir, env, make))
+    return judge
+
+
+def hook_verdict(result: CaseResult) -> str | None:
+    """The tuned hook's verdict in one result (see the module docstring)."""
+    if result.error is not None:
+        return None
+    if result.forced_stop:
+        return "block"
+    return result.decision
+
+
+def outcomes(results: Sequence[CaseResult], labels: Mapping[str, str | None]) -> list[ItemOutcome]:
+    """Per-item majority decisions (first-seen item order)."""
+    by_id: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        by_id[r.id].append(r)
+    out = []
+    for item_id, rs in by_id.items():
+        rs.sort(key=lambda r: r.repeat)
+        decisions = [hook_verdict(r) for r in rs]
+        decision = majority_vote(decisions)
+        reason = next((r.reason for r in rs if hook_verdict(r) == decision and r.reason), None)
+        error = next((r.error for r in rs if r.error), None)
+        out.append(
+            ItemOutcome(
+                id=item_id,
+                label=labels.get(item_id),
+                decision=decision,
+                decisions=decisions,
+                reason=reason,
+                error=error,
+            )
+        )
+    return out
+
+
+def score(items: Sequence[ItemOutcome]) -> float | None:
+    """The selection metric: balanced accuracy of the majority decisions (misses count)."""
+    return balanced_accuracy([(i.decision, i.label) for i in items if i.label is not None])
+
+
+def summary_metrics(results: Sequence[CaseResult], items: Sequence[ItemOutcome]) -> dict[str, Any]:
+    """The eval report of the results plus the item-level (majority vote) numbers."""
+    from judge.evaluation.metrics import compute_report
+
+    report: dict[str, Any] = dict(compute_report(list(results)))
+    labelled = [i for i in items if i.label is not None]
+    report["items"] = len(items)
+    report["majorityAccuracy"] = (
+        sum(1 for i in labelled if i.decision == i.label) / len(labelled) if labelled else None
+    )
+    report["majorityBalancedAccuracy"] = score(items)
+    report["itemFlipRate"] = flip_rate([i.decisions for i in items])
+    report["undecided"] = sum(1 for i in items if i.decision is None)
+    return report
+
+
+def tuned_config(config: Config, event: str, hook: Hook, prompt: str) -> Config:
+    """A config holding only ``hook`` (for ``event``) with ``prompt`` in place."""
+    hooks = HookSet.model_validate({event: [hook.model_copy(update={"prompt": prompt})]})
+    return Config(name=config.name, hooks=hooks, models=config.models, base_dir=config.base_dir)
+
+
+def describe_case(case: Case, limit: int = DESCRIBE_CHARS) -> str:
+    """A short rendering of what the judge saw for ``case`` (for the optimizer's examples)."""
+    ctx = dict(case.context)
+    ctx.pop("execution_summary", None)
+    text = json.dumps(ctx, ensure_ascii=False, indent=1, default=str)
+    if len(text) > limit:
+        text = text[:limit] + " ...[truncated]"
+    out = f"Context: {text}"
+    if case.transcript:
+        excerpt = case.transcript[: limit // 2]
+        more = " ...[truncated]" if len(case.transcript) > len(excerpt) else ""
+        out += f"\nTranscript excerpt: {excerpt}{more}"
+    return out
+
+
+class SuiteEvaluator:
+    """Measures prompts for one hook on the splits of a labelled suite."""
+
+    def __init__(
+        self,
+        config: Config,
+        event: str,
+        hook: Hook,
+        cases: Sequence[Case],
+        split: Split,
+        *,
+        base_dir: Path,
+        judge: PromptJudge,
+        budget: Budget,
+        repeats: int = 1,
+        concurrency: int = 8,
+    ) -> None:
+        self.config = config
+        self.event = event
+        self.hook = hook
+        self.by_id = {c.id: c for c in cases}
+        self.split = split
+        self.base_dir = base_dir
+        self.judge = judge
+        self.budget = budget
+        self.repeats = repeats
+        self.concurrency = concurrency
+        self.labels = {c.id: c.label for c in cases}
+        self.results: dict[tuple[str, str], list[CaseResult]] = {}
+
+    def cases(self, split: str) -> list[Case]:
+        return [self.by_id[i] for i in self.split.ids(split)]
+
+    def cost(self, split: str) -> int:
+        return len(self.split.ids(split)) * self.repeats
+
+    def describe(self, item_id: str) -> str:
+        return describe_case(self.by_id[item_id])
+
+    async def run(self, prompt: str, split: str) -> tuple[list[CaseResult], bool]:
+        """Raw results of ``prompt`` on ``split`` and whether the budget let it finish."""
+        refused = self.budget.refused
+        results = await run_cases(
+            tuned_config(self.config, self.event, self.hook, prompt),
+            self.event,
+            self.cases(split),
+            base_dir=self.base_dir,
+            repeats=self.repeats,
+            concurrency=self.concurrency,
+            judge=self.judge,
+        )
+        return results, self.budget.refused == refused
+
+    async def evaluate(self, prompt: str, split: str) -> SplitEval:
+        results, complete = await self.run(prompt, split)
+        self.results[(prompt, split)] = results
+        items = outcomes(results, self.labels)
+        return SplitEval(
+            split=split,
+            items=items,
+            score=score(items),
+            metrics=summary_metrics(results, items) if complete else {},
+            complete=complete,
+        )

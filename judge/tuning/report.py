@@ -1,0 +1,290 @@
+"""Human reports for ``judge tune``: baseline against winner on the held-out TEST split.
+
+The headline is computed from test numbers only. Dev (the split the winner was selected
+on) and train scores are shown in a section that says they are not evidence: a prompt
+picked for its dev score looks better on dev by construction. An improvement is claimed
+only when the winner fixed more test items than it broke AND the exact McNemar test is
+significant at 5 %.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+from typing import TYPE_CHECKING, Any
+
+from judge.evaluation.metrics import wilson_interval
+from judge.tuning.optimizer import Candidate, SplitEval
+from judge.tuning.stats import ItemPair, PairedComparison
+
+if TYPE_CHECKING:
+    from judge.tuning.tuner import CompareOutcome, TuneOutcome
+
+#: The only words with which a report claims an improvement (tests look for them).
+CLAIM = "is better on the held-out test split"
+ALPHA = 0.05
+SMALL_TEST = 30
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _ci_text(successes: int, n: int) -> str:
+    if n == 0:
+        return "n/a"
+    lo, hi = wilson_interval(successes, n)
+    return f"{_pct(successes / n)} [{_pct(lo)}, {_pct(hi)}]"
+
+
+def headline(outcome: TuneOutcome) -> str:
+    """One sentence on what the run established, from the TEST split only."""
+    if outcome.winner.id == outcome.baseline.id:
+        return "No edited prompt beat the baseline on the dev split; keep the baseline prompt."
+    if not outcome.split.test:
+        return (
+            "The winner was selected on dev and there is no test split, so no improvement can be "
+            "claimed; re-run with a test share (e.g. --split 20/40/40)."
+        )
+    c = outcome.comparison
+    if c is None:
+        return "The test evaluation did not complete (call budget spent); no improvement can be claimed."
+    return comparison_sentence(c, "the tuned prompt", "the baseline")
+
+
+def comparison_sentence(c: PairedComparison, b_name: str, a_name: str) -> str:
+    fixed, broke = len(c.improved), len(c.regressed)
+    detail = (
+        f"accuracy {_pct(c.accuracy_a)} → {_pct(c.accuracy_b)} on {c.n} items; "
+        f"fixed {fixed}, broke {broke}; exact McNemar p = {c.p_value:.3g}"
+    )
+    if fixed > broke and c.p_value < ALPHA:
+        return f"{b_name.capitalize()} {CLAIM} than {a_name} ({detail})."
+    if fixed > broke:
+        return (
+            f"{b_name.capitalize()} scored higher than {a_name} on the held-out test split, but the "
+            f"difference is not statistically significant ({detail}): no improvement is established."
+        )
+    if fixed == broke:
+        return f"{b_name.capitalize()} is no better than {a_name} on the held-out test split ({detail})."
+    return f"{b_name.capitalize()} is worse than {a_name} on the held-out test split ({detail})."
+
+
+def warnings(outcome: TuneOutcome) -> list[str]:
+    out = []
+    n_test = len(outcome.split.test)
+    if n_test == 0:
+        out.append("There is no test split: nothing here is an unbiased estimate of the prompt's quality.")
+    elif n_test < SMALL_TEST:
+        out.append(
+            f"The test split has only {n_test} items: the intervals are wide and only large "
+            "differences can be significant. Label more cases before trusting a change."
+        )
+    if outcome.winner.id != outcome.baseline.id:
+        tried = sum(1 for c in outcome.candidates if "dev" in c.scores)
+        out.append(
+            f"The winner was chosen because it scored best on dev among {tried} measured prompts, so its "
+            "dev score is optimistic (selection overfits dev). Judge it by the test numbers only."
+        )
+    if outcome.stopped == "budget":
+        out.append("The search stopped early: the call budget (--max-calls) ran out.")
+    elif outcome.stopped.startswith("optimizer error"):
+        out.append(f"The search stopped early: {outcome.stopped}.")
+    for ev in outcome.test.values():
+        if not ev.complete:
+            out.append("The test evaluation was cut short by the call budget.")
+            break
+    undecided = {cid: sum(1 for i in ev.items if i.decision is None) for cid, ev in outcome.test.items()}
+    if any(undecided.values()):
+        out.append(
+            "Some test items got no decision (errors or tied repeats) and count as misses: "
+            + ", ".join(f"{cid}: {n}" for cid, n in undecided.items() if n)
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------
+# HTML
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; max-width: 70rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
+th, td { border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+pre { background: #f7f7f7; padding: 0.8rem; white-space: pre-wrap; border: 1px solid #ddd; }
+.headline { font-size: 1.15rem; font-weight: 600; padding: 0.8rem; background: #eef4ff; }
+.warn { background: #fff6e0; border-left: 4px solid #e0a000; padding: 0.5rem 0.8rem; margin: 0.4rem 0; }
+.note { color: #666; }
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _split_row(name: str, ev: SplitEval) -> list[Any]:
+    labelled = [i for i in ev.items if i.label is not None]
+    n = len(labelled)
+    right = sum(1 for i in labelled if i.decision == i.label)
+    allow = [i for i in labelled if i.label == "allow"]
+    block = [i for i in labelled if i.label == "block"]
+    false_block = sum(1 for i in allow if i.decision != "allow")
+    false_pass = sum(1 for i in block if i.decision != "block")
+    flip = ev.metrics.get("itemFlipRate")
+    return [
+        name,
+        n,
+        _ci_text(right, n),
+        _pct(ev.score),
+        _ci_text(false_block, len(allow)),
+        _ci_text(false_pass, len(block)),
+        "n/a" if flip is None else _pct(flip),
+        sum(1 for i in ev.items if i.decision is None),
+    ]
+
+
+SPLIT_HEADERS = [
+    "prompt",
+    "items",
+    "accuracy [95% Wilson]",
+    "balanced accuracy",
+    "false blocks (of allow) [95%]",
+    "false passes (of block) [95%]",
+    "flip rate",
+    "undecided",
+]
+
+
+def _flips_html(c: PairedComparison, a_name: str, b_name: str) -> str:
+    def rows(items: list[ItemPair]) -> list[list[Any]]:
+        return [[i.id, i.label, i.a or "none", i.b or "none"] for i in items]
+
+    headers = ["item", "label", a_name, b_name]
+    out = f"<h3>Fixed by {_e(b_name)} ({len(c.improved)})</h3>"
+    out += _table(headers, rows(c.improved)) if c.improved else "<p class='note'>none</p>"
+    out += f"<h3>Broken by {_e(b_name)} ({len(c.regressed)})</h3>"
+    out += _table(headers, rows(c.regressed)) if c.regressed else "<p class='note'>none</p>"
+    return out
+
+
+def _mcnemar_html(c: PairedComparison) -> str:
+    return _table(
+        ["items", "both right", "both wrong", "fixed", "broken", "exact McNemar p (two-sided)"],
+        [[c.n, c.both_right, c.both_wrong, len(c.improved), len(c.regressed), f"{c.p_value:.4g}"]],
+    )
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
+        f"<style>{STYLE}</style></head><body><h1>{_e(title)}</h1>{body}</body></html>\n"
+    )
+
+
+def _score(c: Candidate, split: str) -> str:
+    return _pct(c.scores.get(split))
+
+
+def render_tune_report(outcome: TuneOutcome) -> str:
+    base, win = outcome.baseline, outcome.winner
+    parts = [f"<p class='headline'>{_e(headline(outcome))}</p>"]
+    parts += [f"<div class='warn'>{_e(w)}</div>" for w in warnings(outcome)]
+    parts.append(f"<h2>Held-out test split ({len(outcome.split.test)} items, used once)</h2>")
+    if outcome.test:
+        rows = [_split_row(f"baseline ({base.id})", outcome.test[base.id])]
+        if win.id != base.id:
+            rows.append(_split_row(f"winner ({win.id})", outcome.test[win.id]))
+        parts.append(_table(SPLIT_HEADERS, rows))
+        if outcome.comparison is not None and win.id != base.id:
+            parts.append("<h3>Paired comparison on test</h3>" + _mcnemar_html(outcome.comparison))
+            parts.append(_flips_html(outcome.comparison, "baseline", "winner"))
+    else:
+        parts.append("<p class='note'>No test split.</p>")
+    parts.append(
+        "<h2>Selection splits (not evidence of improvement)</h2><p class='note'>The winner was "
+        "selected by its dev score and edits were derived from train mistakes; these numbers are "
+        "optimistic for the winner.</p>"
+    )
+    parts.append(
+        _table(
+            ["prompt", "train balanced accuracy", "dev balanced accuracy"],
+            [
+                [f"baseline ({base.id})", _score(base, "train"), _score(base, "dev")],
+                [f"winner ({win.id})", _score(win, "train"), _score(win, "dev")],
+            ],
+        )
+    )
+    parts.append("<h2>Prompts</h2><h3>Baseline</h3><pre>" + _e(base.prompt) + "</pre>")
+    if win.id != base.id:
+        diff = "\n".join(
+            difflib.unified_diff(
+                base.prompt.splitlines(), win.prompt.splitlines(), "baseline", win.id, lineterm=""
+            )
+        )
+        parts.append(
+            f"<h3>Winner ({_e(win.id)})</h3><pre>{_e(win.prompt)}</pre><h3>Diff</h3><pre>{_e(diff)}</pre>"
+        )
+    parts.append("<h2>Candidates</h2>")
+    parts.append(
+        _table(
+            ["id", "round", "parent", "status", "train", "dev", "note"],
+            [
+                [c.id, c.round, c.parent or "", c.status, _score(c, "train"), _score(c, "dev"), c.note or ""]
+                for c in outcome.candidates
+            ],
+        )
+    )
+    budget = f" of {outcome.max_calls}" if outcome.max_calls is not None else ""
+    parts.append(
+        f"<p class='note'>Split (seed {outcome.split.seed}): train {len(outcome.split.train)}, dev "
+        f"{len(outcome.split.dev)}, test {len(outcome.split.test)} items. "
+        f"LLM calls: {outcome.calls}{budget}. "
+        f"Optimizer model: {_e(outcome.optimizer_model)}. Stopped: {_e(outcome.stopped)}.</p>"
+    )
+    return _page(f"judge tune — {outcome.suite} — {outcome.event}:{outcome.index}", "".join(parts))
+
+
+def format_comparison(outcome: CompareOutcome) -> str:
+    """The plain-text comparison ``judge tune --compare`` prints."""
+    c = outcome.comparison
+    lines = [
+        f"suite {outcome.suite}: {c.n} labelled items, {outcome.repeats} repeat(s)",
+        f"  {outcome.a}: accuracy {_pct(c.accuracy_a)}; {outcome.b}: accuracy {_pct(c.accuracy_b)}",
+        f"  both right {c.both_right}, both wrong {c.both_wrong}, "
+        f"fixed by {outcome.b} {len(c.improved)}, broken by {outcome.b} {len(c.regressed)}",
+        f"  exact McNemar p = {c.p_value:.4g}",
+        "  " + comparison_sentence(c, outcome.b, outcome.a).replace("held-out test split", "these items"),
+    ]
+    for title, items in ((f"fixed by {outcome.b}", c.improved), (f"broken by {outcome.b}", c.regressed)):
+        for i in items:
+            said = f"{outcome.a} {i.a or 'none'}, {outcome.b} {i.b or 'none'}"
+            lines.append(f"  {title}: {i.id} (label {i.label}; {said})")
+    if c.n < SMALL_TEST:
+        lines.append(f"  warning: only {c.n} items; intervals are wide and small differences are noise")
+    return "\n".join(lines)
+
+
+def render_compare_report(outcome: CompareOutcome) -> str:
+    c = outcome.comparison
+    sentence = comparison_sentence(c, outcome.b, outcome.a).replace("held-out test split", "these items")
+    parts = [f"<p class='headline'>{_e(sentence)}</p>"]
+    if c.n < SMALL_TEST:
+        parts.append(f"<div class='warn'>Only {c.n} items: intervals are wide.</div>")
+    parts.append(
+        "<div class='warn'>Compare on items neither prompt was tuned on; otherwise the tuned one is "
+        "favoured.</div>"
+    )
+    rows = [
+        [name, _pct(m.get("majorityAccuracy")), _pct(m.get("majorityBalancedAccuracy"))]
+        for name, m in outcome.metrics.items()
+    ]
+    parts.append(_table(["config", "accuracy (majority vote)", "balanced accuracy"], rows))
+    parts.append(_mcnemar_html(c))
+    parts.append(_flips_html(c, outcome.a, outcome.b))
+    return _page(f"judge tune --compare — {outcome.suite}", "".join(parts))
