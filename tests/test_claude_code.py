@@ -1,0 +1,381 @@
+"""The Claude Code adapter: rejection counting, output shapes, failure handling, rendering."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.cli import main as cli_main
+from judge.config import config_from_data
+from judge.decision import PromptRequest, PromptVerdict
+from judge.integrations.claude_code import ClaudeCodeInput, build_context, handle, parse_input
+from judge.integrations.claude_code_transcript import last_assistant_text, render_claude_code_lines
+from judge.state import Store
+
+
+def run_adapter(
+    tmp_path: Path, payload: Any, config: Path | None, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.pop("JUDGE_CONFIG", None)
+    env["JUDGE_STATE"] = str(tmp_path / "state.sqlite")
+    env.update(extra_env or {})
+    args = [sys.executable, "-m", "judge", "claude-code"]
+    if config is not None:
+        args += ["--config", str(config)]
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return subprocess.run(args, input=text, capture_output=True, text=True, env=env, timeout=60)
+
+
+def write_config(tmp_path: Path, data: dict[str, Any]) -> Path:
+    path = tmp_path / "judge.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def stop_payload(session: str, active: bool) -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "hook_event_name": "Stop",
+        "stop_hook_active": active,
+        "last_assistant_message": "I changed the parser.",
+    }
+
+
+# ---------------------------------------------------------------------------
+# Stop rejection counting across processes (the fake provider always rejects)
+
+ALWAYS_REJECT = {
+    "hooks": {
+        "Stop": [
+            {
+                "type": "prompt",
+                "prompt": "Did the agent run the tests? $ARGUMENTS",
+                "model": "fake:block:Run the test suite and report the result.",
+                "maxRejections": 3,
+            }
+        ]
+    }
+}
+
+
+def test_rejections_counted_per_session_until_forced_stop(tmp_path: Path) -> None:
+    config = write_config(tmp_path, ALWAYS_REJECT)
+    store = Store(tmp_path / "state.sqlite")
+    block = {"decision": "block", "reason": "Run the test suite and report the result."}
+
+    first = run_adapter(tmp_path, stop_payload("s-1", False), config)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout) == block
+    assert store.rejection_count("s-1") == 1
+
+    # Another session keeps its own count.
+    other = run_adapter(tmp_path, stop_payload("s-2", False), config)
+    assert json.loads(other.stdout) == block
+    assert store.rejection_count("s-2") == 1
+
+    second = run_adapter(tmp_path, stop_payload("s-1", True), config)
+    assert json.loads(second.stdout) == block
+    assert store.rejection_count("s-1") == 2
+
+    third = run_adapter(tmp_path, stop_payload("s-1", True), config)
+    assert third.returncode == 0, third.stderr
+    forced = json.loads(third.stdout)
+    assert "decision" not in forced  # the stop goes through
+    assert "3 rejection" in forced["systemMessage"]
+    assert "Run the test suite" in forced["systemMessage"]
+    assert store.rejection_count("s-1") == 0  # the loop is over
+    assert store.rejection_count("s-2") == 1
+
+
+def test_stop_hook_active_false_resets_the_count(tmp_path: Path) -> None:
+    config = write_config(tmp_path, ALWAYS_REJECT)
+    store = Store(tmp_path / "state.sqlite")
+    run_adapter(tmp_path, stop_payload("s-r", False), config)
+    run_adapter(tmp_path, stop_payload("s-r", True), config)
+    assert store.rejection_count("s-r") == 2
+    # A fresh stop (the user spoke again): a new loop, not the third rejection.
+    fresh = run_adapter(tmp_path, stop_payload("s-r", False), config)
+    assert json.loads(fresh.stdout)["decision"] == "block"
+    assert store.rejection_count("s-r") == 1
+
+
+# ---------------------------------------------------------------------------
+# PreToolUse output shape
+
+DENY_RM = {
+    "hooks": {
+        "PreToolUse": [
+            {
+                "type": "command",
+                "matcher": "Bash",
+                "script": "#!/usr/bin/env python3\nimport json, sys\nctx = json.load(sys.stdin)\n"
+                "if 'rm -rf' in ctx['tool_input'].get('command', ''):\n"
+                "    sys.stderr.write('rm -rf is not allowed; delete files one by one')\n"
+                "    sys.exit(2)\n",
+            }
+        ]
+    }
+}
+
+
+def test_pre_tool_use_deny_shape(tmp_path: Path) -> None:
+    config = write_config(tmp_path, DENY_RM)
+    payload = {
+        "session_id": "p-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf build/"},
+        "tool_use_id": "toolu_01",
+    }
+    proc = run_adapter(tmp_path, payload, config)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "rm -rf is not allowed; delete files one by one",
+        }
+    }
+    allowed = run_adapter(tmp_path, {**payload, "tool_input": {"command": "ls"}}, config)
+    assert allowed.returncode == 0 and allowed.stdout == ""
+    other_tool = run_adapter(tmp_path, {**payload, "tool_name": "Read", "tool_input": {}}, config)
+    assert other_tool.returncode == 0 and other_tool.stdout == ""
+
+
+# ---------------------------------------------------------------------------
+# The adapter never wedges the agent on its own problems
+
+
+@pytest.mark.parametrize(
+    ("stdin", "config_kind", "message"),
+    [
+        ("this is not json", "valid", "not JSON"),
+        ('["a list"]', "valid", "must be a JSON object"),
+        ('{"session_id": "x"}', "valid", "hook_event_name"),
+        (json.dumps(stop_payload("e-1", False)), "none", "no configuration"),
+        (json.dumps(stop_payload("e-1", False)), "invalid", "hooks.Stop[0].maxRejections"),
+    ],
+)
+def test_adapter_problems_do_not_block(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    stdin: str,
+    config_kind: str,
+    message: str,
+) -> None:
+    config: Path | None = None
+    if config_kind == "valid":
+        config = write_config(tmp_path, ALWAYS_REJECT)
+    elif config_kind == "invalid":
+        bad = json.loads(json.dumps(ALWAYS_REJECT))
+        bad["hooks"]["Stop"][0]["maxRejections"] = 99
+        config = write_config(tmp_path, bad)
+    monkeypatch.delenv("JUDGE_CONFIG", raising=False)
+    monkeypatch.setenv("JUDGE_STATE", str(tmp_path / "state.sqlite"))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8"))))
+    code = cli_main(["claude-code", *(["--config", str(config)] if config else [])])
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert out == ""
+    assert message in err
+
+
+def test_config_from_environment(tmp_path: Path) -> None:
+    config = write_config(tmp_path, ALWAYS_REJECT)
+    proc = run_adapter(tmp_path, stop_payload("env-1", False), None, {"JUDGE_CONFIG": str(config)})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["decision"] == "block"
+
+
+# ---------------------------------------------------------------------------
+# In-process: mapping and output shapes
+
+
+class ScriptedJudge:
+    def __init__(self, ok: bool, reason: str | None = None) -> None:
+        self.ok = ok
+        self.reason = reason
+        self.requests: list[PromptRequest] = []
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        self.requests.append(request)
+        return PromptVerdict(ok=self.ok, reason=self.reason, model="scripted")
+
+
+def command(answer: dict[str, Any]) -> str:
+    return f"cat > /dev/null; echo '{json.dumps(answer)}'"
+
+
+async def test_post_tool_use_block_and_additional_context(tmp_path: Path) -> None:
+    answer = {
+        "decision": "block",
+        "reason": "The output contains a secret.",
+        "hookSpecificOutput": {"additionalContext": "Rotate the key."},
+    }
+    config = config_from_data(
+        {"hooks": {"PostToolUse": [{"type": "command", "matcher": "Bash", "command": command(answer)}]}}
+    )
+    hook_input = ClaudeCodeInput(
+        hook_event_name="PostToolUse",
+        session_id="t-1",
+        tool_name="Bash",
+        tool_input={"command": "cat .env"},
+        tool_response={"stdout": "KEY=abc", "stderr": ""},
+    )
+    out = await handle(hook_input, config, tmp_path / "state.sqlite", data_dir=tmp_path / "data")
+    assert out == {
+        "decision": "block",
+        "reason": "The output contains a secret.",
+        "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "Rotate the key."},
+    }
+    audit = [json.loads(line) for line in (tmp_path / "data" / "audit_log.jsonl").read_text().splitlines()]
+    assert audit[-1]["tool_result"] == {"stdout": "KEY=abc", "stderr": ""}
+    assert audit[-1]["decision"] == "block"
+
+
+async def test_pre_tool_use_rewrite_is_passed_as_updated_input(tmp_path: Path) -> None:
+    answer = {"decision": "allow", "hookSpecificOutput": {"updatedInput": {"command": "ls -la"}}}
+    config = config_from_data(
+        {"hooks": {"PreToolUse": [{"type": "command", "matcher": "*", "command": command(answer)}]}}
+    )
+    hook_input = ClaudeCodeInput(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
+    out = await handle(hook_input, config, None)
+    assert out == {
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": "ls -la"}}
+    }
+
+
+async def test_prompt_hook_reads_rendered_transcript_and_plain_allow_prints_nothing(tmp_path: Path) -> None:
+    transcript = tmp_path / "session.jsonl"
+    lines = [
+        {"type": "user", "sessionId": "s", "message": {"role": "user", "content": "Fix the flaky test"}},
+        {
+            "type": "assistant",
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": "Fixed it."}]},
+        },
+    ]
+    transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    judge = ScriptedJudge(ok=True)
+    config = config_from_data({"hooks": {"Stop": [{"prompt": "Complete? $ARGUMENTS"}]}})
+    hook_input = ClaudeCodeInput(hook_event_name="Stop", session_id="s", transcript_path=str(transcript))
+    seen: dict[str, str] = {}
+
+    class Reading(ScriptedJudge):
+        async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+            assert request.transcript_path is not None
+            seen["text"] = request.transcript_path.read_text(encoding="utf-8")
+            seen["final"] = request.context["final_output"]
+            return await super().evaluate(request)
+
+    judge = Reading(ok=True)
+    out = await handle(hook_input, config, tmp_path / "state.sqlite", judge=judge)
+    assert out is None
+    assert "USER: Fix the flaky test" in seen["text"]
+    assert seen["final"] == "Fixed it."
+
+
+def test_build_context_maps_tool_response_to_tool_result() -> None:
+    hook_input = parse_input(
+        json.dumps(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "s",
+                "tool_name": "Write",
+                "tool_input": {"file_path": "a.txt"},
+                "tool_response": {"success": True},
+                "agent_type": "reviewer",
+                "tool_use_id": "toolu_9",
+            }
+        )
+    )
+    ctx = build_context(hook_input, None, None)
+    assert ctx["tool_result"] == {"success": True}
+    assert ctx["tool_succeeded"] is True
+    assert ctx["agent_name"] == "reviewer"  # selects the custom agent's hooks
+    assert ctx["tool_use_id"] == "toolu_9"
+    assert "execution_summary" not in ctx
+
+
+# ---------------------------------------------------------------------------
+# Rendering details on crafted lines
+
+
+def jl(*rows: Any) -> list[str]:
+    return [json.dumps(r) if not isinstance(r, str) else r for r in rows]
+
+
+def test_render_kinds() -> None:
+    long_result = "\n".join(f"row {i}" for i in range(100))
+    rows = jl(
+        {"type": "summary", "summary": "Refactor the parser", "leafUuid": "x"},
+        {"type": "file-history-snapshot", "snapshot": {}},
+        "not json at all",
+        {
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "Earlier: we did X"},
+        },
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "compactMetadata": {"trigger": "auto", "preTokens": 9},
+        },
+        {
+            "type": "system",
+            "subtype": "api_error",
+            "error": {"cause": {"code": "ECONNRESET"}},
+            "retryAttempt": 2,
+            "maxRetries": 10,
+        },
+        {"type": "progress", "data": {"type": "hook_progress", "hookEvent": "Stop"}},
+        {
+            "type": "assistant",
+            "message": {
+                "id": "a1",
+                "content": [
+                    {"type": "thinking", "thinking": "long " * 200},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "pytest"}},
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": long_result}
+                ]
+            },
+        },
+        {
+            "type": "assistant",
+            "isSidechain": True,
+            "agentId": "ab1",
+            "message": {"id": "s1", "content": [{"type": "text", "text": "subagent done"}]},
+        },
+        {"type": "assistant", "message": {"id": "a2", "content": [{"type": "text", "text": "Part one."}]}},
+        {"type": "assistant", "message": {"id": "a2", "content": [{"type": "text", "text": "Part two."}]}},
+    )
+    text = "\n".join(render_claude_code_lines(rows))
+    assert "SUMMARY: Refactor the parser" in text
+    assert "[line 3: not JSON, skipped]" in text
+    assert "COMPACTION SUMMARY (earlier conversation): Earlier: we did X" in text
+    assert "conversation compacted (auto, 9 tokens before)" in text
+    assert "API error ECONNRESET (retry 2/10)" in text
+    assert "hook_progress" not in text and "snapshot" not in text
+    thinking = next(line for line in text.splitlines() if "(thinking)" in line)
+    assert len(thinking) < 400  # shown briefly
+    assert 'TOOL CALL Bash [t1]: {"command": "pytest"}' in text
+    assert "TOOL ERROR Bash [t1]: row 0" in text
+    assert "row 99" not in text and "more lines omitted" in text
+    assert "[subagent ab1] ASSISTANT: subagent done" in text
+    # The last main-thread message, its text blocks joined; the sidechain is not the answer.
+    assert last_assistant_text(rows) == "Part one.\nPart two."
