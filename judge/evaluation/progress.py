@@ -46,8 +46,9 @@ class Progress:
         self.done += 1
         self.errors += result.error is not None
         self.cache_hits += result.cached
-        self.input_tokens += result.usage.input_tokens
-        self.output_tokens += result.usage.output_tokens
+        if not result.cached:  # tokens spent by this run
+            self.input_tokens += result.usage.input_tokens
+            self.output_tokens += result.usage.output_tokens
         self._render(force=False)
 
     def finish(self) -> None:

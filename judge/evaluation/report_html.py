@@ -151,7 +151,9 @@ def _item(r: CaseResult, case: Case | None, base_dir: Path, kind: str) -> str:
         parts.append(f" (repeat {r.repeat})")
     if r.group:
         parts.append(f' <span class="sub">group {_e(r.group)}</span>')
-    if kind == "disagreement":
+    if kind == "blocked":
+        parts.append(f"<p><b>Judge's reason:</b> {_e(r.reason)}</p>")
+    elif kind == "disagreement":
         parts.append(
             f' — label <span class="{_e(r.label)}">{_e(r.label)}</span>, '
             f'judge <span class="{_e(r.decision)}">{_e(r.decision)}</span>'
@@ -197,6 +199,7 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         r for r in results if r.label is not None and r.error is None and r.decision not in (None, r.label)
     ]
     errors = [r for r in results if r.error is not None]
+    blocked = [r for r in results if r.label is None and r.error is None and r.decision == "block"]
     body = [
         f"<h1>Eval report: {_e(report.get('name') or 'suite')}</h1>",
         f'<p class="sub">{report["n"]} judgements over {report.get("cases", 0)} cases × '
@@ -216,6 +219,10 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         body.append(_item(r, by_id.get(r.id), base_dir, "disagreement"))
     if len(disagreements) > MAX_LISTED:
         body.append(f"<p>… and {len(disagreements) - MAX_LISTED} more (see results.jsonl).</p>")
+    if blocked:
+        body.append(f"<h2>Blocked, unlabelled ({len(blocked)})</h2>")
+        for r in blocked[:MAX_LISTED]:
+            body.append(_item(r, by_id.get(r.id), base_dir, "blocked"))
     body.append(f"<h2>Errors ({len(errors)})</h2>")
     if not errors:
         body.append("<p>None.</p>")
