@@ -61,21 +61,38 @@ def _interpreter(script: str) -> list[str]:
     return [shutil.which("bash") or "/bin/bash"]
 
 
-async def _read_capped(stream: asyncio.StreamReader | None) -> tuple[bytes, bool]:
-    if stream is None:
-        return b"", False
-    kept = bytearray()
-    truncated = False
-    while True:
-        chunk = await stream.read(_CHUNK)
-        if not chunk:
-            break
-        room = OUTPUT_CAP - len(kept)
-        if room > 0:
-            kept += chunk[:room]
-        if len(chunk) > room:
-            truncated = True
-    return bytes(kept), truncated
+class _Capture:
+    """Drains a pipe to EOF, keeping the first :data:`OUTPUT_CAP` bytes (kept even if cut short)."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.truncated = False
+
+    async def drain(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(_CHUNK):
+            room = OUTPUT_CAP - len(self.kept)
+            if room > 0:
+                self.kept += chunk[:room]
+            if len(chunk) > room:
+                self.truncated = True
+
+    def text(self) -> str:
+        return bytes(self.kept).decode("utf-8", errors="replace")
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Wait for the process itself to exit.
+
+    ``Process.wait()`` (Python 3.11) also waits for the pipes to close, which a forked
+    child (``sleep 1000 &``) keeps open; the exit status is known before that.
+    """
+    delay = 0.002
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return proc.returncode
 
 
 def _retrieve(task: asyncio.Future[None]) -> None:
@@ -113,7 +130,8 @@ async def run_command_hook(
             env=sandbox_env(workdir, extra_env),
             start_new_session=True,
         )
-        readers = asyncio.gather(_read_capped(proc.stdout), _read_capped(proc.stderr))
+        out, err = _Capture(), _Capture()
+        readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
 
         async def feed() -> None:
             assert proc.stdin is not None
@@ -128,28 +146,29 @@ async def run_command_hook(
         timed_out = False
         try:
             async with asyncio.timeout(limit):
-                await proc.wait()
+                await _exited(proc)
         except TimeoutError:
             timed_out = True
         finally:
             feeder.cancel()
             # Kill whatever is left of the group: the script on timeout, and children it
-            # left behind holding our pipes open in every case.
+            # left behind (holding our pipes open or not) in every case.
             _kill_group(proc.pid)
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
-                await proc.wait()
+                await _exited(proc)
         try:
-            (out, out_cut), (err, err_cut) = await asyncio.wait_for(readers, timeout=5)
+            # The pipes close once the group is dead; a process that escaped the group
+            # (setsid) and still holds them is not waited for long.
+            await asyncio.wait_for(readers, timeout=2)
         except TimeoutError:
-            readers.cancel()
-            out, err, out_cut, err_cut = b"", b"", False, False
+            pass
         return CommandResult(
             exit_code=None if timed_out else proc.returncode,
-            stdout=out.decode("utf-8", errors="replace"),
-            stderr=err.decode("utf-8", errors="replace"),
+            stdout=out.text(),
+            stderr=err.text(),
             timed_out=timed_out,
-            truncated=out_cut or err_cut,
-            stdout_truncated=out_cut,
+            truncated=out.truncated or err.truncated,
+            stdout_truncated=out.truncated,
         )

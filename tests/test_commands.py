@@ -1,0 +1,326 @@
+"""Command hooks in the sandbox: hostile and careless scripts.
+
+Each test runs a real bash or python3 process. Timeouts are 1 s so the whole file
+stays quick; the bounds asserted are behaviour bounds with generous margins.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shlex
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from judge.commands import OUTPUT_CAP, run_command_hook
+from judge.config import Hook, config_from_data
+from judge.engine import Engine
+from judge.errors import HookError
+
+SECRETS = {
+    "OPENAI_API_KEY": "sk-openai-secret",
+    "ANTHROPIC_API_KEY": "sk-ant-secret",
+    "JUDGE_API_TOKEN": "judge-token-secret",
+    "GITHUB_TOKEN": "ghp-secret",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+    "MY_SERVICE_PASSWORD": "hunter2",
+}
+
+
+def command(text: str, **options: object) -> Hook:
+    return Hook.model_validate({"type": "command", "command": text, **options})
+
+
+def script(text: str, **options: object) -> Hook:
+    return Hook.model_validate({"type": "command", "script": text, **options})
+
+
+class NoJudge:
+    async def evaluate(self, request: object) -> object:
+        raise AssertionError("no prompt hooks here")
+
+
+def engine_for(event: str, hook: Mapping[str, object]) -> Engine:
+    return Engine(config_from_data({"hooks": {event: [hook]}}), judge=NoJudge())  # type: ignore[arg-type]
+
+
+def stop_ctx(**extra: object) -> dict[str, object]:
+    return {"hook_event_name": "Stop", "final_output": "Done.", **extra}
+
+
+def process_gone(pid: int, wait: float = 3.0) -> bool:
+    """True once ``pid`` no longer runs (gone, or a zombie waiting to be reaped)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        status = Path(f"/proc/{pid}/status")
+        try:
+            state = next(line for line in status.read_text().splitlines() if line.startswith("State:"))
+        except (OSError, StopIteration):
+            return True
+        if "Z" in state.split()[1]:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# -- the exit-code table and output --------------------------------------------------------
+
+
+async def test_context_arrives_on_stdin_verbatim_and_stdin_is_closed() -> None:
+    payload = json.dumps({"final_output": "x" * 1000, "nested": {"a": [1, 2]}})
+    start = time.perf_counter()
+    result = await run_command_hook(command("cat", timeout=5), payload)
+    assert time.perf_counter() - start < 3  # cat ends because stdin is closed after the context
+    assert (result.exit_code, result.timed_out) == (0, False)
+    assert result.stdout == payload
+
+
+async def test_exit_code_137_is_reported_and_becomes_a_hook_error() -> None:
+    result = await run_command_hook(command("exit 137"), "{}")
+    assert (result.exit_code, result.timed_out) == (137, False)
+    decision = await engine_for(
+        "Stop", {"type": "command", "command": "exit 137", "failMode": "block"}
+    ).evaluate("Stop", stop_ctx())
+    assert decision.decision == "block"
+    assert decision.reason == "Hook error: command exited with code 137"
+
+
+async def test_invalid_json_is_a_hook_error_never_a_pass() -> None:
+    hook = {"type": "command", "command": "echo 'ok: true'", "matcher": "*"}
+    decision = await engine_for("PreToolUse", hook).evaluate(
+        "PreToolUse", {"tool_name": "Bash", "tool_input": {}}
+    )
+    assert decision.decision == "block"
+    assert decision.hooks[0].error == "hook output is not valid JSON (Expecting value): 'ok: true'"
+
+
+async def test_bash_and_python_shebangs_run_by_their_interpreter() -> None:
+    bash = script(
+        '#!/bin/bash\nread -r line\nwords=(a b c)\n[[ ${#words[@]} == 3 ]] && echo "bash:${line}"\n'
+    )
+    result = await run_command_hook(bash, '{"k": 1}')
+    assert (result.exit_code, result.stdout) == (0, 'bash:{"k": 1}\n')
+    python = script(
+        "#!/usr/bin/env python3\n"
+        "import json, sys\n"
+        "ctx = json.load(sys.stdin)\n"
+        "print(json.dumps({'ok': False, 'reason': f'py{sys.version_info[0]}:{ctx[\"final_output\"]}'}))\n"
+    )
+    decision = await engine_for("Stop", python.model_dump(by_alias=True, exclude_none=True)).evaluate(
+        "Stop", stop_ctx(final_output="hello")
+    )
+    assert (decision.decision, decision.reason) == ("block", "py3:hello")
+    no_shebang = script('echo "$BASH_VERSION" | cut -c1')
+    result = await run_command_hook(no_shebang, "{}")
+    assert result.stdout.strip().isdigit()
+
+
+# -- hangs, forks, floods ------------------------------------------------------------------
+
+
+async def test_a_hanging_hook_is_killed_at_its_timeout_and_fail_mode_applies() -> None:
+    start = time.perf_counter()
+    result = await run_command_hook(command("sleep 30", timeout=1), "{}")
+    elapsed = time.perf_counter() - start
+    assert result.timed_out and result.exit_code is None
+    assert elapsed < 2.5, f"took {elapsed:.2f}s for a 1 s timeout"
+    for mode, expected in (
+        ("allow", ("allow", None)),
+        ("block", ("block", "Hook error: timed out after 1s")),
+    ):
+        start = time.perf_counter()
+        hook = {"type": "command", "command": "sleep 30", "timeout": 1, "failMode": mode}
+        decision = await engine_for("Stop", hook).evaluate("Stop", stop_ctx())
+        assert time.perf_counter() - start < 2.5
+        assert (decision.decision, decision.reason) == expected
+        assert decision.hooks[0].error == "timed out after 1s"
+
+
+async def test_a_hook_that_ignores_sigterm_still_dies() -> None:
+    start = time.perf_counter()
+    result = await run_command_hook(command("trap '' TERM INT HUP; sleep 30", timeout=1), "{}")
+    assert result.timed_out
+    assert time.perf_counter() - start < 2.5
+
+
+async def test_forked_children_do_not_outlive_the_hook() -> None:
+    start = time.perf_counter()
+    result = await run_command_hook(command("sleep 1000 & echo $!", timeout=5), "{}")
+    assert (result.exit_code, result.timed_out) == (0, False)
+    assert time.perf_counter() - start < 2  # the child holding stdout does not stall the hook
+    assert process_gone(int(result.stdout.strip()))
+
+
+async def test_detached_children_without_our_pipes_are_killed_too() -> None:
+    text = "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!"
+    result = await run_command_hook(command(text, timeout=5), "{}")
+    assert result.exit_code == 0
+    assert process_gone(int(result.stdout.strip()))
+
+
+async def test_forked_children_are_killed_on_timeout(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    text = f"sleep 1000 & echo $! > {shlex.quote(str(pidfile))}; sleep 30"
+    start = time.perf_counter()
+    result = await run_command_hook(command(text, timeout=1), "{}")
+    assert result.timed_out
+    assert time.perf_counter() - start < 2.5
+    assert process_gone(int(pidfile.read_text().strip()))
+
+
+@pytest.mark.slow
+async def test_a_100_mb_flood_is_capped_quickly_without_memory_blowup() -> None:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    start = time.perf_counter()
+    result = await run_command_hook(command("head -c 100000000 /dev/zero | tr '\\0' a", timeout=30), "{}")
+    elapsed = time.perf_counter() - start
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert result.exit_code == 0
+    assert len(result.stdout) == OUTPUT_CAP
+    assert result.stdout_truncated and result.truncated
+    assert grown_mb < 50, f"peak memory grew by {grown_mb:.0f} MB"
+    assert elapsed < 20
+
+
+async def test_an_endless_flood_is_stopped_by_the_timeout() -> None:
+    start = time.perf_counter()
+    result = await run_command_hook(command("yes", timeout=1), "{}")
+    assert result.timed_out
+    assert len(result.stdout) == OUTPUT_CAP
+    assert time.perf_counter() - start < 3
+
+
+async def test_a_flooded_stdout_is_a_hook_error_and_stderr_floods_are_harmless() -> None:
+    flood = {"type": "command", "command": "head -c 3000000 /dev/zero | tr '\\0' a", "failMode": "block"}
+    decision = await engine_for("Stop", flood).evaluate("Stop", stop_ctx())
+    assert (decision.decision, decision.reason) == (
+        "block",
+        "Hook error: command output exceeded the 1 MB cap",
+    )
+    noisy = {"type": "command", "command": "head -c 3000000 /dev/zero >&2; echo '{\"ok\": true}'"}
+    decision = await engine_for("Stop", noisy).evaluate("Stop", stop_ctx())
+    assert decision.decision == "allow"
+    assert decision.hooks[0].error is None
+
+
+async def test_a_script_that_does_not_read_a_large_context_does_not_deadlock() -> None:
+    big = json.dumps({"final_output": "x" * (8 * 1024 * 1024)})
+    start = time.perf_counter()
+    result = await run_command_hook(command("echo '{\"ok\": true}'", timeout=5), big)
+    assert (result.exit_code, result.timed_out) == (0, False)
+    assert result.stdout.strip() == '{"ok": true}'
+    assert time.perf_counter() - start < 4
+    counted = await run_command_hook(command("wc -c", timeout=5), big)
+    assert int(counted.stdout) == len(big.encode())
+
+
+async def test_a_script_that_reads_a_little_and_exits_does_not_deadlock() -> None:
+    big = json.dumps({"final_output": "y" * (4 * 1024 * 1024)})
+    result = await run_command_hook(command("head -c 10 >/dev/null; exit 2", timeout=5), big)
+    assert (result.exit_code, result.timed_out) == (2, False)
+
+
+# -- environment, injection, working dir ------------------------------------------------
+
+
+async def test_secrets_in_the_parent_environment_are_not_visible(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    result = await run_command_hook(command("env"), "{}")
+    env = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    for name, value in SECRETS.items():
+        assert name not in env
+        assert value not in result.stdout
+    assert env["HOME"] != os.environ.get("HOME")
+    assert "PATH" in env
+    probe = script(
+        "#!/usr/bin/env python3\n"
+        "import os\n"
+        "keys = [k for k in ('OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'JUDGE_API_TOKEN', 'GITHUB_TOKEN')"
+        " if os.environ.get(k)]\n"
+        "print('found:' + ','.join(keys))\n"
+    )
+    result = await run_command_hook(probe, "{}")
+    assert result.stdout.strip() == "found:"
+
+
+async def test_engine_passes_the_event_and_transcript_but_no_secrets(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    transcript = tmp_path / "t.txt"
+    transcript.write_text("hello\n")
+    hook = {
+        "type": "command",
+        "command": 'echo "$JUDGE_HOOK_EVENT|$JUDGE_TRANSCRIPT|${OPENAI_API_KEY:-none}" >&2; exit 2',
+    }
+    decision = await engine_for("Stop", hook).evaluate("Stop", stop_ctx(), transcript=transcript)
+    assert decision.reason == f"Stop|{transcript}|none"
+
+
+INJECTIONS = [
+    "$(touch {m})",
+    "`touch {m}`",
+    "'; touch {m}; '",
+    '"; touch {m}; "',
+    '\\"$(touch {m})\\"',
+    "{m}\ntouch {m}",
+]
+
+
+@pytest.mark.parametrize("template", INJECTIONS)
+async def test_context_values_cannot_inject_commands(tmp_path: Path, template: str) -> None:
+    marker = tmp_path / "injected"
+    payload = template.format(m=marker)
+    # The hook reads the context into a variable and uses it unquoted and quoted.
+    hook = {
+        "type": "command",
+        "command": 'input=$(cat); echo "$input" > /dev/null; echo $input > /dev/null',
+        "matcher": "*",
+    }
+    context = {
+        "tool_name": "Bash",
+        "tool_input": {"command": payload},
+        "tool_result": payload,
+        "note": payload,
+    }
+    decision = await engine_for("PostToolUse", hook).evaluate("PostToolUse", context)
+    assert decision.decision == "allow"
+    echoed = await run_command_hook(command("cat"), json.dumps(context))
+    assert json.loads(echoed.stdout)["note"] == payload  # delivered verbatim, as data
+    assert not marker.exists()
+
+
+async def test_working_dir_is_fresh_and_removed_afterwards() -> None:
+    text = "pwd; ls -A | tr '\\n' ' '; echo; touch left-behind; mkdir -p sub/deeper; chmod 500 sub"
+    first = await run_command_hook(command(text), "{}")
+    second = await run_command_hook(command(text), "{}")
+    dir1, listing1 = first.stdout.splitlines()[:2]
+    dir2, listing2 = second.stdout.splitlines()[:2]
+    assert dir1 != dir2
+    assert listing1.strip() == listing2.strip() == ""  # nothing left over from an earlier hook
+    assert not Path(dir1).exists() and not Path(dir2).exists()
+    assert Path(dir1).parent != Path.cwd()
+
+
+async def test_working_dir_of_a_script_holds_only_the_script() -> None:
+    result = await run_command_hook(script("#!/bin/bash\nls -A\n"), "{}")
+    assert result.stdout.split() == [".hook-script"]
+
+
+async def test_unexpected_errors_inside_the_engine_become_hook_errors() -> None:
+    class Exploding:
+        async def evaluate(self, request: object) -> object:
+            raise HookError("")
+
+    config = config_from_data({"hooks": {"Stop": [{"prompt": "p", "failMode": "block"}]}})
+    decision = await Engine(config, judge=Exploding()).evaluate("Stop", stop_ctx())  # type: ignore[arg-type]
+    assert decision.reason == "Hook error: HookError"
