@@ -18,6 +18,7 @@ from judge.llm.providers.base import (
     TransientError,
     error_message,
     parse_retry_after,
+    shared_ssl_context,
     transient_status,
 )
 
@@ -77,7 +78,12 @@ class AnthropicProvider:
         self.model = model
         self.label = f"anthropic:{model}"
         self.base_url = env.get("ANTHROPIC_BASE_URL") or None
-        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=self.base_url, max_retries=0)
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=0,
+            http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+        )
         self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
 
     async def aclose(self) -> None:

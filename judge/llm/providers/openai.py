@@ -19,6 +19,7 @@ from judge.llm.providers.base import (
     TransientError,
     error_message,
     parse_retry_after,
+    shared_ssl_context,
     transient_status,
 )
 
@@ -69,7 +70,12 @@ class OpenAIProvider:
         self.model = model
         self.label = f"openai:{model}"
         self.base_url = env.get("OPENAI_BASE_URL") or None
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=self.base_url, max_retries=0)
+        self._client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+        )
         self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
 
     async def aclose(self) -> None:
