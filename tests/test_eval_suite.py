@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_loads_a_valid_suite(tmp_path: Path) -> None:
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "t.txt").write_text("transcript", encoding="utf-8")
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": "a", "context": {"final_output": "x"}, "label": "allow", "tags": ["k"], "group": "g"},
         {"id": 7, "context": {"final_output": "y"}, "transcript_path": "t.txt"},
         {"id": "c", "context": {"final_output": "z"}, "transcript": "inline", "label": None},
