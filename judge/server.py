@@ -51,6 +51,11 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _workers(args: argparse.Namespace) -> int:
+    workers = getattr(args, "workers", None)
+    return 1 if workers is None else int(workers)
+
+
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """Validate the flags; raise ValueError/ConfigError with a readable message."""
     config = load_config(args.config) if args.config else Config()
@@ -59,7 +64,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     max_body = args.max_body if args.max_body is not None else DEFAULT_MAX_BODY
     if max_body < 1:
         raise ValueError(f"--max-body must be a positive number of bytes, got {max_body}")
-    workers = getattr(args, "workers", 1) or 1
+    workers = _workers(args)
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
     data_dir = Path(args.data_dir)
@@ -99,7 +104,7 @@ def serve_main(args: argparse.Namespace) -> int:
         return 1
     configure_logging()
     port = sock.getsockname()[1]
-    workers = getattr(args, "workers", 1) or 1
+    workers = _workers(args)
     host = f"[{args.host}]" if ":" in args.host else args.host
     auth = (
         "bearer token required" if settings.api_token else "no auth (set JUDGE_API_TOKEN to require a token)"
