@@ -34,7 +34,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from judge.decision import Decision
 from judge.engine import Engine
@@ -42,7 +42,7 @@ from judge.gate import Gate
 
 log = logging.getLogger("judge.integrations")
 
-ToolUse = Mapping[str, Any]
+ToolUse = dict[str, Any]
 ToolResult = dict[str, Any]
 ContextCallback = Callable[[str, ToolUse], None]
 
@@ -257,6 +257,26 @@ class AsyncHookedDispatcher:
         with _Reentry(self, tool_use):
             result = _as_result(tool_id, await self.original(tool_use))
         return await self.hooks.post(tool_use, result)
+
+
+@overload
+def wrap_dispatcher(
+    call_tool: Callable[[ToolUse], Awaitable[Any]],
+    gate_or_engine: Gate | Engine,
+    trusted_context: HookContext,
+    *,
+    on_additional_context: ContextCallback | None = None,
+) -> AsyncHookedDispatcher: ...
+
+
+@overload
+def wrap_dispatcher(
+    call_tool: Callable[[ToolUse], Any],
+    gate_or_engine: Gate | Engine,
+    trusted_context: HookContext,
+    *,
+    on_additional_context: ContextCallback | None = None,
+) -> SyncHookedDispatcher: ...
 
 
 def wrap_dispatcher(
