@@ -1,9 +1,12 @@
 """Deterministic train/dev/test splits that keep every ``group`` in one split.
 
-Items without a ``group`` are their own group. Groups are stratified by their majority
-label (block / allow / unlabelled), shuffled with the seed, and assigned one by one to
-the split furthest below its target share, so the splits come out close to the
-requested percentages even when groups differ in size. The same items and seed always
+Items without a ``group`` are their own group. Groups are shuffled with the seed within
+their stratum (their majority label: block / allow / unlabelled), the strata are spread
+evenly through one order, and the groups are assigned in that order to the split
+furthest below its target share (overall plus within the group's stratum); the first
+groups seed each split that has a share, so none is left empty when there are enough
+groups. So the splits come out close to the requested
+percentages, with both labels in each, even when groups differ in size. The same items and seed always
 give the same split.
 """
 
@@ -95,19 +98,34 @@ def split_items(
     for key in sorted(groups):
         strata.setdefault(_stratum(i.label for i in groups[key]), []).append(key)
     rng = random.Random(seed)
-    assigned: dict[str, int] = {}
+    # Spread every stratum evenly through one order, so each split gets its share of each label.
+    order: list[tuple[float, str, str]] = []
     for stratum in sorted(strata):
         keys = strata[stratum]
         rng.shuffle(keys)
-        # Larger groups first keeps the greedy fill close to the targets.
-        keys.sort(key=lambda k: -len(groups[k]))
-        total = sum(len(groups[k]) for k in keys)
-        filled = [0, 0, 0]
-        for key in keys:
-            deficits = [ratios[s] * total - filled[s] if ratios[s] > 0 else float("-inf") for s in range(3)]
-            target = max(range(3), key=lambda s: (deficits[s], ratios[s]))
-            assigned[key] = target
-            filled[target] += len(groups[key])
+        order += [((n + 0.5) / len(keys), stratum, key) for n, key in enumerate(keys)]
+    order.sort()
+    total = sum(len(g) for g in groups.values())
+    stratum_total = {name: sum(len(groups[k]) for k in keys) for name, keys in strata.items()}
+    filled = [0, 0, 0]
+    stratum_filled = {name: [0, 0, 0] for name in strata}
+    assigned: dict[str, int] = {}
+    live = [s for s in range(3) if ratios[s] > 0]
+    for n, (_, stratum, key) in enumerate(order):
+        if n < len(live) and len(order) >= len(live):
+            target = live[n]  # every split with a share gets at least one group
+        else:
+            mine = stratum_filled[stratum]
+            target = max(
+                live,
+                key=lambda s: (
+                    ratios[s] * total - filled[s] + ratios[s] * stratum_total[stratum] - mine[s],
+                    ratios[s],
+                ),
+            )
+        assigned[key] = target
+        filled[target] += len(groups[key])
+        stratum_filled[stratum][target] += len(groups[key])
     out: list[list[str]] = [[], [], []]
     for item in items:
         out[assigned[_group_key(item)]].append(item.id)
