@@ -41,6 +41,7 @@ class Gate:
         sid = session_id or context.get("session_id")
         sid = str(sid) if sid is not None else None
         stop = event in STOP_EVENTS
+        stored = 0
         if stop and self.store is not None and sid:
             stored = await asyncio.to_thread(self.store.rejection_count, sid)
             given = context.get("stop_rejection_count")
@@ -50,7 +51,11 @@ class Gate:
         decision = await self.engine.evaluate(event, context, transcript)
         if stop and self.store is not None and sid:
             if decision.decision == "block":
-                await asyncio.to_thread(self.store.set_rejection_count, sid, decision.rejection_count)
+                # Add what this round added (atomically), so concurrent rounds of one
+                # session are never lost.
+                delta = decision.rejection_count - stored
+                if delta:
+                    await asyncio.to_thread(self.store.increment_rejection_count, sid, delta)
             else:
                 # The agent stops (normally or forced): the next Stop starts a new loop.
                 await asyncio.to_thread(self.store.reset, sid)

@@ -44,6 +44,7 @@ class Store:
         db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
         try:
             db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across process crashes
             yield db
         finally:
             db.close()

@@ -1083,3 +1083,17 @@ async def test_gate_without_a_store_uses_the_callers_count() -> None:
     assert (await gate.decide("Stop", stop_ctx(1), session_id="s")).rejection_count == 2
     with pytest.raises(ContextError, match="context must be a JSON object"):
         await gate.decide("Stop", "not a dict")  # type: ignore[arg-type]
+
+
+async def test_gate_concurrent_rounds_of_one_session_are_all_counted(tmp_path: Path) -> None:
+    class SlowRejecter:
+        async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+            await asyncio.sleep(0.2)  # every round reads the count before any writes it
+            return PromptVerdict(ok=False, reason="more")
+
+    config = config_from_data({"hooks": {"Stop": [prompt("reject: more", maxRejections=25)]}})
+    store = Store(tmp_path / "s.db")
+    gate = Gate(Engine(config, judge=SlowRejecter()), store=store)
+    decisions = await asyncio.gather(*(gate.decide("Stop", stop_ctx(), session_id="s") for _ in range(5)))
+    assert all(d.decision == "block" for d in decisions)
+    assert store.rejection_count("s") == 5
