@@ -58,11 +58,11 @@ def detect_format(path: Path) -> Format:
         try:
             parsed.append(json.loads(line))
         except json.JSONDecodeError:
-            parsed = []
-            break
-    one_document = len(lines) == 1 and stripped.startswith("[")
-    if parsed and all(isinstance(obj, dict) for obj in parsed) and not one_document:
-        if any(_is_claude_code(obj) for obj in parsed):
+            parsed.append(None)
+    objects = [obj for obj in parsed if isinstance(obj, dict)]
+    one_document = len(lines) == 1 and len(head) < SNIFF_BYTES
+    if parsed and isinstance(parsed[0], dict) and 2 * len(objects) >= len(parsed) and not one_document:
+        if any(_is_claude_code(obj) for obj in objects):
             return "claude-code"
         return "jsonl"
     if path.stat().st_size <= MAX_JSON_BYTES:
@@ -172,6 +172,8 @@ def render_json_document(data: Any) -> Iterator[str]:
             yield from _render_messages(item["traj"])
         elif isinstance(item, dict) and _is_message_list(item.get("messages")):
             yield from _render_messages(item["messages"])
+        elif isinstance(item, dict) and "role" in item:
+            yield from render_message(item, 1)
         else:
             yield from json.dumps(item, ensure_ascii=False, indent=2).splitlines()
 

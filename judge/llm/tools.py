@@ -112,7 +112,7 @@ class TranscriptTools:
         size = 0
         shown_end = start - 1
         for number, text in iter_lines(self.path):
-            if number < start:
+            if number < start or number == shown_end:  # later pieces of a long line
                 continue
             if number > end:
                 break
