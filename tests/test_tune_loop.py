@@ -80,7 +80,7 @@ def make_cases(n: int = 40) -> list[dict[str, Any]]:
         cases.append(
             {
                 "id": f"c{i:02d}",
-                "context": {"hook_event_name": "Stop", "final_output": text},
+                "context": {"hook_event_name": "Stop", "final_output": text, "current_turn": i},
                 "label": "allow" if has_url else "block",
                 "group": f"g{i // 2}",
             }
@@ -261,3 +261,27 @@ async def test_a_budget_below_the_baseline_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BudgetError, match="too small"):
         await run_tune(tmp_path, providers, max_calls=30)
     assert providers.calls == 0
+
+
+async def test_repeats_use_the_majority_and_report_flips(tmp_path: Path) -> None:
+    # case c01 (label block, long, no URL) gets a different answer on every request
+    seen: dict[str, int] = {}
+
+    def flaky(messages: list[Message], tools: list[ToolSpec]) -> dict[str, Any]:
+        verdict = scripted_judge(messages, tools)
+        user = next(m.content for m in messages if m.role == "user")
+        if "and here is a long explanation" in user and "It is done" in user:
+            key = user  # the context holds the case's current_turn, so one key per case
+            seen[key] = seen.get(key, 0) + 1
+            return {"ok": seen[key] % 2 == 0, "reason": "flaky"}
+        return verdict
+
+    providers = Providers()
+    providers.judge = FakeProvider(function=flaky)
+    outcome = await run_tune(tmp_path, providers, rounds=0, repeats=2, max_calls=200)
+    assert outcome.calls == providers.calls == 2 * 40  # every case judged twice, once per split
+    flips = [outcome.baseline.metrics[s]["itemFlipRate"] for s in ("train", "dev", "test")]
+    assert any(f is not None and f > 0 for f in flips)
+    # a 1-1 tie has no majority and counts as a miss
+    undecided = sum(outcome.baseline.metrics[s]["undecided"] for s in ("train", "dev", "test"))
+    assert undecided == 5  # the five long answers without a URL
