@@ -250,7 +250,12 @@ async def test_pre_tool_use_rewrite_is_passed_as_updated_input(tmp_path: Path) -
     hook_input = ClaudeCodeInput(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
     out = await handle(hook_input, config, None)
     assert out == {
-        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": "ls -la"}}
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "judge hook rewrote the tool input",
+            "updatedInput": {"command": "ls -la"},
+        }
     }
 
 

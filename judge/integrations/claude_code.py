@@ -10,7 +10,8 @@ from stdout. This module maps that input to the SPEC context, evaluates it with
 * PostToolUse: ``{"decision": "block", "reason": ...}`` (the reason is shown to Claude),
   and ``hookSpecificOutput.additionalContext`` when a hook supplied context.
 * PreToolUse: ``hookSpecificOutput.permissionDecision: "deny"`` with
-  ``permissionDecisionReason``; a rewritten input as ``hookSpecificOutput.updatedInput``.
+  ``permissionDecisionReason``; a rewritten input as ``hookSpecificOutput.updatedInput``
+  with ``permissionDecision: "ask"`` (the rewrite never skips the user's approval).
 
 The process always exits 0: Claude Code only reads the JSON answer on exit 0, so every
 block is expressed in JSON. Problems of the adapter itself (no config, an invalid config,
@@ -219,6 +220,10 @@ def claude_code_output(decision: Decision) -> dict[str, Any] | None:
             specific["permissionDecisionReason"] = decision.reason or "Blocked by judge"
             return {"hookSpecificOutput": specific}
         if decision.updated_input is not None:
+            # Claude Code applies updatedInput only with a permission decision; "ask" applies
+            # the rewrite while keeping the user's approval (never silently "allow").
+            specific["permissionDecision"] = "ask"
+            specific["permissionDecisionReason"] = "judge hook rewrote the tool input"
             specific["updatedInput"] = decision.updated_input
         if decision.additional_context is not None:
             specific["additionalContext"] = decision.additional_context
