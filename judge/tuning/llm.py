@@ -68,5 +68,6 @@ def optimizer_llm(
     else:
         from judge.llm.providers import make_provider
 
-        inner = make_provider(resolved, env, base_dir)
+        # The optimizer answers in free text: the judge's structured verdict output must be off.
+        inner = make_provider(resolved, {**env, "JUDGE_STRUCTURED_OUTPUT": "0"}, base_dir)
     return ProviderLLM(BudgetedProvider(inner, budget)), resolved

@@ -1,0 +1,50 @@
+"""`judge tune` over the real SDK path: the OpenAI client against the local model server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from judge.evaluation.suite import load_suite
+from judge.testing import LLMRequest, LLMServer, Reply, say, verdict
+from judge.tuning.tuner import TuneOptions, tune
+from tests.test_tune_loop import BASE_PROMPT, GOOD, write_suite
+
+pytestmark = pytest.mark.slow
+
+CONTEXT = re.compile(r"<hook_context[^>]*>\s*(\{.*?\})\s*</hook_context>", re.DOTALL)
+
+
+def handler(request: LLMRequest) -> Reply:
+    if request.model == "optimizer-model":
+        user = request.messages[-1]["content"]
+        if "Explain concisely" in user:
+            return say("The prompt never asks for sources.")
+        better = BASE_PROMPT.replace("good enough for the user.", f"good enough: it must {GOOD}.")
+        return say(f"<PROMPT>\n{better}\n</PROMPT>")
+    user = next(m["content"] for m in request.messages if m.get("role") == "user")
+    found = CONTEXT.search(user)
+    assert found is not None
+    answer = json.loads(found.group(1).replace("<\\/", "</"))["final_output"]
+    if GOOD in CONTEXT.sub("", user):
+        return verdict(True) if "http" in answer else verdict(False, "Cite a source.")
+    return verdict(False, "Too short.") if len(answer) < 40 else verdict(True)
+
+
+async def test_tune_through_the_openai_sdk(tmp_path: Path) -> None:
+    with LLMServer(handler=handler) as server:
+        env = server.env("openai", model="judge-model") | {"JUDGE_MODEL_REASONING": "openai:optimizer-model"}
+        suite = load_suite(write_suite(tmp_path))
+        options = TuneOptions(out=tmp_path / "out", hook="Stop:1", rounds=1, beam=1, max_calls=300)
+        outcome = await tune(suite, options, env=env)
+        requests = list(server.requests)
+    assert GOOD in outcome.winner.prompt
+    assert outcome.optimizer_model == "openai:optimizer-model"
+    assert outcome.calls == len(requests) <= 300
+    optimizer = [r for r in requests if r.model == "optimizer-model"]
+    assert len(optimizer) == 2
+    # the optimizer asks for free text, not the judge's structured verdict
+    assert all("response_format" not in r.body for r in optimizer)
