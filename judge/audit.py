@@ -26,7 +26,7 @@ def now_iso() -> str:
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
     """Append one JSON line atomically (one write, under a lock)."""
-    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", errors="replace")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:

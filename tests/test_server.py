@@ -43,6 +43,11 @@ hooks:
         info = {"path": path, "mode": stat.S_IMODE(os.stat(path).st_mode), "text": open(path).read()}
         out = {"additionalContext": json.dumps(info)}
         print(json.dumps({"decision": "allow", "hookSpecificOutput": out}))
+  SubagentStop:
+    - type: command
+      script: |
+        #!/bin/bash
+        echo '{"decision": "block", "reason": "odd \\ud800 reason"}'
   PreToolUse:
     - type: command
       matcher: Bash
@@ -364,6 +369,13 @@ def test_pre_and_post_tool_use(main: Service) -> None:
         "hooks": [],
     }
     assert len(audit_before.read_text().splitlines()) == lines_before + 1
+
+
+def test_hook_reason_with_lone_surrogate_is_answered(main: Service) -> None:
+    # A hook may answer JSON with a lone surrogate escape; the service still answers (and logs).
+    status, decision = main.api("POST", "/api/v2/hooks/SubagentStop", {"final_output": "x"})
+    assert status == 200, decision
+    assert decision["decision"] == "block" and decision["reason"].startswith("odd ")
 
 
 def test_inline_transcript_private_and_removed(main: Service) -> None:
