@@ -44,6 +44,12 @@ class ProviderLLM:
 
         return await call_with_retries(attempt, deadline)
 
+    async def aclose(self) -> None:
+        """Close the provider's connections (when it has any)."""
+        close = getattr(self.provider, "aclose", None)
+        if close is not None:
+            await close()
+
 
 def optimizer_llm(
     model: str,

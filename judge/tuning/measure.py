@@ -48,6 +48,12 @@ class BudgetedProvider:
         self.budget.take()
         return await self.inner.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
 
+    async def aclose(self) -> None:
+        """Close the wrapped provider's connections (when it has any)."""
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
 
 class BudgetedProviders:
     """A provider factory for :class:`judge.llm.LLMJudge`: one budgeted provider per model."""
@@ -76,17 +82,17 @@ class BudgetedProviders:
             self._made[model.label] = BudgetedProvider(inner, self.budget)
         return self._made[model.label]
 
+    async def aclose(self) -> None:
+        for provider in self._made.values():
+            await provider.aclose()
+        self._made.clear()
 
-def budgeted_judge(
-    budget: Budget, base_dir: Path | None = None, env: Mapping[str, str] | None = None, make: Any = None
-) -> PromptJudge:
-    """The LLM judge with every provider request counted against ``budget``.
 
-    ``make`` (``ResolvedModel -> Provider``) replaces the environment's providers (tests).
-    """
+def budgeted_judge(providers: BudgetedProviders, env: Mapping[str, str] | None = None) -> PromptJudge:
+    """The LLM judge with every provider request counted against ``providers.budget``."""
     from judge.llm import LLMJudge
 
-    judge: PromptJudge = LLMJudge(provider_for=BudgetedProviders(budget, base_dir, env, make))
+    judge: PromptJudge = LLMJudge(provider_for=providers, env=env)
     return judge
 
 

@@ -28,7 +28,7 @@ from judge.errors import JudgeError
 from judge.evaluation.runner import run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
 from judge.tuning.llm import optimizer_llm
-from judge.tuning.measure import SuiteEvaluator, budgeted_judge, outcomes
+from judge.tuning.measure import BudgetedProviders, SuiteEvaluator, budgeted_judge, outcomes
 from judge.tuning.optimizer import Budget, Candidate, Optimizer, OptimizerSettings, SplitEval
 from judge.tuning.splits import Split, parse_split, split_items
 from judge.tuning.stats import ItemPair, PairedComparison, compare_paired
@@ -187,7 +187,8 @@ async def tune(
         f"split (seed {options.seed}): train {len(split.train)}, dev {len(split.dev)}, test {len(split.test)}"
     )
     budget = Budget(options.max_calls)
-    judge: PromptJudge = budgeted_judge(budget, suite.config.base_dir, env, judge_make)
+    providers = BudgetedProviders(budget, suite.config.base_dir, env, judge_make)
+    judge: PromptJudge = budgeted_judge(providers, env)
     evaluator = SuiteEvaluator(
         suite.config,
         event,
@@ -208,40 +209,44 @@ async def tune(
         env=env,
         make=optimizer_make,
     )
-    settings = OptimizerSettings(
-        rounds=options.rounds,
-        beam=options.beam,
-        edits=options.edits,
-        examples=options.examples,
-        seed=options.seed,
-        reserve=2 * evaluator.cost("test"),
-    )
-    optimizer = Optimizer(hook.prompt or "", evaluator, llm, budget, settings, log=say)
-    result = await optimizer.run()
-    outcome = TuneOutcome(
-        suite=suite.name,
-        event=event,
-        index=index,
-        split=split,
-        candidates=result.candidates,
-        baseline=result.baseline,
-        winner=result.winner,
-        stopped=result.stopped,
-        calls=0,
-        max_calls=options.max_calls,
-        optimizer_model=resolved.label,
-    )
-    if split.test:
-        say("measuring the baseline and the winner on the test split (once)")
-        for cand in {result.baseline.id: result.baseline, result.winner.id: result.winner}.values():
-            ev = await evaluator.evaluate(cand.prompt, "test")
-            outcome.test[cand.id] = ev
-            cand.scores["test"] = ev.score if ev.complete else None
-            cand.metrics["test"] = ev.metrics
-        a = outcome.test[result.baseline.id]
-        b = outcome.test[result.winner.id]
-        if a.complete and b.complete:
-            outcome.comparison = compare_paired(_pairs(a, b))
+    try:
+        settings = OptimizerSettings(
+            rounds=options.rounds,
+            beam=options.beam,
+            edits=options.edits,
+            examples=options.examples,
+            seed=options.seed,
+            reserve=2 * evaluator.cost("test"),
+        )
+        optimizer = Optimizer(hook.prompt or "", evaluator, llm, budget, settings, log=say)
+        result = await optimizer.run()
+        outcome = TuneOutcome(
+            suite=suite.name,
+            event=event,
+            index=index,
+            split=split,
+            candidates=result.candidates,
+            baseline=result.baseline,
+            winner=result.winner,
+            stopped=result.stopped,
+            calls=0,
+            max_calls=options.max_calls,
+            optimizer_model=resolved.label,
+        )
+        if split.test:
+            say("measuring the baseline and the winner on the test split (once)")
+            for cand in {result.baseline.id: result.baseline, result.winner.id: result.winner}.values():
+                ev = await evaluator.evaluate(cand.prompt, "test")
+                outcome.test[cand.id] = ev
+                cand.scores["test"] = ev.score if ev.complete else None
+                cand.metrics["test"] = ev.metrics
+            a = outcome.test[result.baseline.id]
+            b = outcome.test[result.winner.id]
+            if a.complete and b.complete:
+                outcome.comparison = compare_paired(_pairs(a, b))
+    finally:
+        await providers.aclose()
+        await llm.aclose()
     outcome.calls = budget.used
     write_outputs(outcome, suite, options.out)
     return outcome
