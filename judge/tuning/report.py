@@ -49,25 +49,28 @@ def headline(outcome: TuneOutcome) -> str:
     c = outcome.comparison
     if c is None:
         return "The test evaluation did not complete (call budget spent); no improvement can be claimed."
-    return comparison_sentence(c, "the tuned prompt", "the baseline")
+    return comparison_sentence(c, "The tuned prompt", "the baseline")
 
 
-def comparison_sentence(c: PairedComparison, b_name: str, a_name: str) -> str:
+def comparison_sentence(
+    c: PairedComparison, b_name: str, a_name: str, where: str = "on the held-out test split"
+) -> str:
+    """What a paired comparison shows, in one sentence (B against A, ``where``)."""
     fixed, broke = len(c.improved), len(c.regressed)
     detail = (
         f"accuracy {_pct(c.accuracy_a)} → {_pct(c.accuracy_b)} on {c.n} items; "
         f"fixed {fixed}, broke {broke}; exact McNemar p = {c.p_value:.3g}"
     )
     if fixed > broke and c.p_value < ALPHA:
-        return f"{b_name.capitalize()} {CLAIM} than {a_name} ({detail})."
+        return f"{b_name} is better {where} than {a_name} ({detail})."
     if fixed > broke:
         return (
-            f"{b_name.capitalize()} scored higher than {a_name} on the held-out test split, but the "
-            f"difference is not statistically significant ({detail}): no improvement is established."
+            f"{b_name} scored higher than {a_name} {where}, but the difference is not "
+            f"statistically significant ({detail}): no improvement is established."
         )
     if fixed == broke:
-        return f"{b_name.capitalize()} is no better than {a_name} on the held-out test split ({detail})."
-    return f"{b_name.capitalize()} is worse than {a_name} on the held-out test split ({detail})."
+        return f"{b_name} is no better than {a_name} {where} ({detail})."
+    return f"{b_name} is worse than {a_name} {where} ({detail})."
 
 
 def warnings(outcome: TuneOutcome) -> list[str]:
@@ -259,7 +262,7 @@ def format_comparison(outcome: CompareOutcome) -> str:
         f"  both right {c.both_right}, both wrong {c.both_wrong}, "
         f"fixed by {outcome.b} {len(c.improved)}, broken by {outcome.b} {len(c.regressed)}",
         f"  exact McNemar p = {c.p_value:.4g}",
-        "  " + comparison_sentence(c, outcome.b, outcome.a).replace("held-out test split", "these items"),
+        "  " + comparison_sentence(c, outcome.b, outcome.a, "on these items"),
     ]
     for title, items in ((f"fixed by {outcome.b}", c.improved), (f"broken by {outcome.b}", c.regressed)):
         for i in items:
@@ -272,7 +275,7 @@ def format_comparison(outcome: CompareOutcome) -> str:
 
 def render_compare_report(outcome: CompareOutcome) -> str:
     c = outcome.comparison
-    sentence = comparison_sentence(c, outcome.b, outcome.a).replace("held-out test split", "these items")
+    sentence = comparison_sentence(c, outcome.b, outcome.a, "on these items")
     parts = [f"<p class='headline'>{_e(sentence)}</p>"]
     if c.n < SMALL_TEST:
         parts.append(f"<div class='warn'>Only {c.n} items: intervals are wide.</div>")
