@@ -99,7 +99,8 @@ def test_stop_hook_active_false_resets_the_count(tmp_path: Path) -> None:
     config = write_config(tmp_path, ALWAYS_REJECT)
     store = Store(tmp_path / "state.sqlite")
     run_adapter(tmp_path, stop_payload("s-r", False), config)
-    run_adapter(tmp_path, stop_payload("s-r", True), config)
+    # The configuration may also come from JUDGE_CONFIG.
+    run_adapter(tmp_path, stop_payload("s-r", True), None, {"JUDGE_CONFIG": str(config)})
     assert store.rejection_count("s-r") == 2
     # A fresh stop (the user spoke again): a new loop, not the third rejection.
     fresh = run_adapter(tmp_path, stop_payload("s-r", False), config)
@@ -144,10 +145,19 @@ def test_pre_tool_use_deny_shape(tmp_path: Path) -> None:
             "permissionDecisionReason": "rm -rf is not allowed; delete files one by one",
         }
     }
-    allowed = run_adapter(tmp_path, {**payload, "tool_input": {"command": "ls"}}, config)
-    assert allowed.returncode == 0 and allowed.stdout == ""
-    other_tool = run_adapter(tmp_path, {**payload, "tool_name": "Read", "tool_input": {}}, config)
-    assert other_tool.returncode == 0 and other_tool.stdout == ""
+
+
+async def test_pre_tool_use_allow_and_unmatched_tool_print_nothing(tmp_path: Path) -> None:
+    config = config_from_data(DENY_RM)
+    base = {"hook_event_name": "PreToolUse", "session_id": "p-1", "tool_name": "Bash"}
+    allowed = ClaudeCodeInput.model_validate({**base, "tool_input": {"command": "ls"}})
+    assert await handle(allowed, config, None) is None
+    denied = ClaudeCodeInput.model_validate({**base, "tool_input": {"command": "rm -rf /"}})
+    assert (await handle(denied, config, None) or {})["hookSpecificOutput"]["permissionDecision"] == "deny"
+    other = ClaudeCodeInput.model_validate(
+        {**base, "tool_name": "Read", "tool_input": {"command": "rm -rf /"}}
+    )
+    assert await handle(other, config, None) is None
 
 
 # ---------------------------------------------------------------------------
@@ -187,13 +197,6 @@ def test_adapter_problems_do_not_block(
     assert code == 0
     assert out == ""
     assert message in err
-
-
-def test_config_from_environment(tmp_path: Path) -> None:
-    config = write_config(tmp_path, ALWAYS_REJECT)
-    proc = run_adapter(tmp_path, stop_payload("env-1", False), None, {"JUDGE_CONFIG": str(config)})
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["decision"] == "block"
 
 
 # ---------------------------------------------------------------------------
