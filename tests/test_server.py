@@ -541,6 +541,28 @@ def test_wrong_types_in_agent_bodies_never_500(main: Service) -> None:
     assert main.request("GET", "/healthz")[0] == 200
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"!!python/object/apply:os.getcwd []",
+        b"properties: !!binary aGVsbG8=",
+        b"properties: {instructions: 2024-01-01}",
+        b"properties: {hooks: {1: []}}",
+        b"[" * 100_000,
+        b"{a: " * 100_000,
+        b"properties:\n  - \t bad",
+        b"\xff\xfe",
+        b"",
+    ],
+)
+def test_hostile_yaml_agents_are_400(main: Service, raw: bytes) -> None:
+    status, body = main.api(
+        "PUT", "/api/v2/extendedAgent/agents/yamlfuzz", raw=raw, headers={"Content-Type": "application/yaml"}
+    )
+    assert status == 400, body
+    assert body["error"]
+
+
 # ---------------------------------------------------------------------------
 # Restart keeps agents and counts; no --transcripts-dir refuses paths
 
