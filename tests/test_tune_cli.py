@@ -130,3 +130,22 @@ def test_missing_out_suite_and_labels(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "suite file not found" in capsys.readouterr().err
     assert main(["tune"]) == 2
     assert "usage" in capsys.readouterr().err
+
+
+def test_best_config_keeps_the_resource_form(tmp_path: Path) -> None:
+    from judge.config import load_config
+    from judge.tuning.tuner import config_with_prompt, dump_yaml
+
+    doc = {
+        "api_version": "azuresre.ai/v2",
+        "kind": "ExtendedAgent",
+        "metadata": {"name": "agent"},
+        "spec": {"instructions": "Be helpful.", "hooks": {"Stop": [{"type": "prompt", "prompt": BASE}]}},
+    }
+    path = tmp_path / "resource.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    best = tmp_path / "best.yaml"
+    best.write_text(dump_yaml(config_with_prompt(path, "Stop", 0, MARKED)), encoding="utf-8")
+    assert "prompt: |" in best.read_text()
+    loaded = load_config(best)
+    assert loaded.name == "agent" and loaded.hooks.Stop[0].prompt == MARKED
