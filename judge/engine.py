@@ -43,7 +43,7 @@ DEFAULT_PRE_BLOCK_REASON = "Tool call blocked by hook"
 
 
 class NoModelJudge:
-    """Used when no LLM judge is available: every prompt hook is a hook error."""
+    """A judge that has no model: every prompt hook is a hook error (for tests and dry runs)."""
 
     async def evaluate(self, request: PromptRequest) -> PromptVerdict:
         raise HookError("no model configured for prompt hooks")
@@ -51,10 +51,8 @@ class NoModelJudge:
 
 def default_judge() -> PromptJudge:
     """The LLM judge of :mod:`judge.llm` (providers chosen from the environment)."""
-    try:
-        from judge.llm import LLMJudge
-    except ImportError:
-        return NoModelJudge()
+    from judge.llm import LLMJudge
+
     judge: PromptJudge = LLMJudge()
     return judge
 
@@ -78,9 +76,21 @@ class Engine:
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.config = config
-        self.judge = judge if judge is not None else default_judge()
+        self._judge = judge
         self.command_env = command_env or {}
         self.clock = clock
+
+    @property
+    def judge(self) -> PromptJudge:
+        """The prompt judge; the default LLM judge is built on first use (command-only
+        configurations never import the provider SDKs)."""
+        if self._judge is None:
+            self._judge = default_judge()
+        return self._judge
+
+    @judge.setter
+    def judge(self, value: PromptJudge) -> None:
+        self._judge = value
 
     # -- one hook ---------------------------------------------------------------
 
