@@ -12,6 +12,7 @@ import argparse
 import os
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -98,6 +99,13 @@ def serve_main(args: argparse.Namespace) -> int:
         _err(str(exc))
         return 1
     try:
+        # Built here even for --workers N: it opens the state database, so a broken one is
+        # reported now rather than in every worker.
+        app = create_app(settings)
+    except (sqlite3.Error, OSError) as exc:
+        _err(f"cannot open the state database in {settings.data_dir}: {exc}")
+        return 1
+    try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
         _err(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
@@ -120,9 +128,7 @@ def serve_main(args: argparse.Namespace) -> int:
         if workers > 1:
             _run_workers(args.config, settings, sock, workers)
         else:
-            config = uvicorn.Config(
-                create_app(settings), log_level="warning", access_log=False, lifespan="on"
-            )
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
             uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()

@@ -46,3 +46,11 @@ def test_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         port = taken.getsockname()[1]
         assert main(_serve(tmp_path, "--port", str(port))) == 1
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_unreadable_state_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "state.sqlite3").write_bytes(b"this is not a database" * 100)
+    assert main(_serve(tmp_path)) == 1
+    assert "cannot open the state database" in capsys.readouterr().err
