@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+import regex
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -30,6 +31,8 @@ TOOL_EVENTS: frozenset[str] = frozenset({"PostToolUse", "PreToolUse"})
 STOP_EVENTS: frozenset[str] = frozenset({"Stop", "SubagentStop"})
 
 MAX_SCRIPT_BYTES = 64 * 1024
+#: Seconds a matcher may spend on one tool name.
+MATCH_TIMEOUT = 0.1
 SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 
 FailMode = Literal["allow", "block"]
@@ -167,7 +170,13 @@ class Hook(BaseModel):
         if self.matcher == "*":
             return True
         # fullmatch anchors the whole pattern, i.e. ^(pattern)$ (alternations included).
-        return re.fullmatch(self.matcher, tool_name) is not None
+        # The `regex` engine runs it under a time limit: tool names come from untrusted
+        # input, and a pathological matcher must not hang the gate. On timeout the hook
+        # runs (for PreToolUse policies, not running a check would fail open).
+        try:
+            return regex.fullmatch(self.matcher, tool_name, timeout=MATCH_TIMEOUT) is not None
+        except TimeoutError:
+            return True
 
 
 class HookSet(BaseModel):

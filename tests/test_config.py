@@ -494,3 +494,18 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "PostToolUse",
         "PreToolUse",
     }
+
+
+def test_pathological_matcher_against_a_long_tool_name_returns_promptly() -> None:
+    import time
+
+    from judge.config import Hook
+
+    hook = Hook.model_validate({"type": "command", "command": "true", "matcher": "(a|aa)+(b|c)"})
+    start = time.monotonic()
+    result = hook.matches("a" * 5000 + "!")
+    assert time.monotonic() - start < 2.0
+    # Exponential backtracking cannot finish: the time limit ends it, and a matcher that
+    # times out selects the hook (a policy check must not silently skip).
+    assert result is True
+    assert hook.matches("aab") and not hook.matches("aabx")
