@@ -435,29 +435,107 @@ def config_from_data(data: Any, base_dir: Path | None = None, source: str | None
     return Config(name=name, hooks=hooks, customAgents=agents, models=models, base_dir=base_dir)
 
 
+def duplicate_key_problems(node: yaml.Node) -> list[str]:
+    """Located messages for mapping keys that appear twice (``hooks.Stop: duplicate key 'Stop' at line 5``).
+
+    YAML and ``json`` both keep the last value silently, so a second ``Stop:`` would
+    quietly drop the first list of hooks. Merge keys (``<<``) may be overridden.
+    """
+    problems: list[str] = []
+    seen_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, tuple[Any, ...]]] = [(node, ())]
+    while stack:
+        current, path = stack.pop()
+        if id(current) in seen_nodes:  # aliases: walk each node once
+            continue
+        seen_nodes.add(id(current))
+        if isinstance(current, yaml.SequenceNode):
+            stack.extend((item, (*path, i)) for i, item in reversed(list(enumerate(current.value))))
+        elif isinstance(current, yaml.MappingNode):
+            keys: set[tuple[str, str]] = set()
+            children: list[tuple[yaml.Node, tuple[Any, ...]]] = []
+            for key_node, value_node in current.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = (key_node.tag, key_node.value)
+                if key in keys:
+                    where = _loc((*path, key_node.value))
+                    problems.append(
+                        f"{where}: duplicate key {key_node.value!r} at line {key_node.start_mark.line + 1}"
+                    )
+                keys.add(key)
+                children.append((value_node, (*path, key_node.value)))
+            stack.extend(reversed(children))
+    return problems
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    context = getattr(exc, "context", None)
+    context_mark = getattr(exc, "context_mark", None)
+    if context and context_mark is not None:
+        start = f"line {context_mark.line + 1}, column {context_mark.column + 1}"
+        problem += f" ({context} that starts at {start})"
+    return f"malformed YAML{where}: {problem}"
+
+
+def _json_duplicates(text: str) -> list[str]:
+    """Located duplicate keys of a JSON document that ``json`` parsed (it keeps the last silently)."""
+    found: list[str] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        found.extend(k for i, k in enumerate(keys) if k in keys[:i])
+        return dict(pairs)
+
+    json.loads(text, object_pairs_hook=pairs_hook)
+    if not found:
+        return []
+    try:
+        # Strict JSON has no raw tabs inside strings, so this keeps lines and meaning.
+        node = yaml.compose(text.replace("\t", " "), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        node = None
+    located = duplicate_key_problems(node) if node is not None else []
+    return located or [f"<root>: duplicate key {key!r}" for key in found]
+
+
 def parse_document(text: str, source: str = "<config>") -> Any:
-    """Parse YAML or JSON text (JSON is YAML, but JSON errors read better from json)."""
+    """Parse YAML or JSON text (JSON is YAML, but JSON errors read better from json).
+
+    Duplicate mapping keys are an error (both parsers would keep the last one silently).
+    """
     stripped = text.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
         try:
-            return json.loads(text)
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 [f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"], source
             ) from None
+        except RecursionError:
+            raise ConfigError(["malformed JSON: nested too deeply"], source) from None
+        duplicates = _json_duplicates(text)
+        if duplicates:
+            raise ConfigError(duplicates, source)
+        return data
+    loader = yaml.SafeLoader(text)
     try:
-        return yaml.safe_load(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        duplicates = duplicate_key_problems(node)
+        if duplicates:
+            raise ConfigError(duplicates, source)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
-        context = getattr(exc, "context", None)
-        context_mark = getattr(exc, "context_mark", None)
-        if context and context_mark is not None:
-            problem += (
-                f" ({context} that starts at line {context_mark.line + 1}, column {context_mark.column + 1})"
-            )
-        raise ConfigError([f"malformed YAML{where}: {problem}"], source) from None
+        raise ConfigError([_yaml_problem(exc)], source) from None
+    except RecursionError:
+        raise ConfigError(["malformed YAML: nested too deeply"], source) from None
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
 
 
 def load_config(path: str | Path) -> Config:

@@ -272,6 +272,24 @@ MALFORMED = [
         "malformed YAML at line 3, column 4: expected ',' or ']', but got ':' "
         "(while parsing a flow sequence that starts at line 2, column 9)",
     ),
+    (
+        "duplicate_event.yaml",
+        "hooks:\n  Stop:\n    - prompt: first\n  Stop:\n    - prompt: second\n",
+        "hooks.Stop: duplicate key 'Stop' at line 4",
+    ),
+    (
+        "duplicate_option.yaml",
+        "spec:\n  hooks:\n    PreToolUse:\n      - type: command\n        matcher: '*'\n"
+        "        command: 'true'\n        matcher: Bash\n",
+        "spec.hooks.PreToolUse[0].matcher: duplicate key 'matcher' at line 7",
+    ),
+    (
+        "duplicate_event.json",
+        '{"hooks": {\n\t"Stop": [{"prompt": "a"}],\n\t"Stop": []}}',
+        "hooks.Stop: duplicate key 'Stop' at line 3",
+    ),
+    ("deep.json", "[" * 100_000, "malformed JSON: nested too deeply"),
+    ("deep.yaml", "hooks: " + "[" * 100_000, "malformed YAML: nested too deeply"),
 ]
 
 
@@ -297,6 +315,8 @@ def test_missing_and_unreadable_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00hooks")
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(binary)
+    with pytest.raises(ConfigError, match=r"cannot read .*Is a directory"):
+        load_config(tmp_path)
 
 
 RESOURCE = """\
