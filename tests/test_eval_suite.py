@@ -44,6 +44,8 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
         json.dumps({"id": "ctx", "context": {"stop_rejection_count": -1}}),
         json.dumps({"id": "extra", "context": {}, "lable": "allow"}),
         json.dumps(["a", "list"]),
+        '{"id": "twice", "context": {}, "label": "allow", "label": "block"}',
+        "[" * 100_000,
     ]
     (tmp_path / "s" / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(SuiteError) as info:
@@ -58,7 +60,9 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
     assert "cases.jsonl:8: case 'ctx': invalid context: stop_rejection_count" in text
     assert "cases.jsonl:9: lable: unknown key" in text
     assert "cases.jsonl:10: each line must be a JSON object" in text
-    assert len(problems) == 8
+    assert "cases.jsonl:11: duplicate key 'label'" in text
+    assert "cases.jsonl:12: malformed JSON: nested too deeply" in text
+    assert len(problems) == 10
 
 
 @pytest.mark.parametrize(
@@ -75,6 +79,11 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
         ("config: agent.yaml\ncases: nothere.jsonl\n", "cases file not found"),
         ("config: [unclosed\n", "malformed YAML"),
         ("- a list\n", "a suite must be a mapping"),
+        (
+            "config: agent.yaml\ncases: cases.jsonl\ncases: other.jsonl\n",
+            "cases: duplicate key 'cases' at line 3",
+        ),
+        ("config: " + "[" * 100_000, "malformed YAML: nested too deeply"),
     ],
 )
 def test_bad_suite_files(tmp_path: Path, suite_text: str, expected: str) -> None:

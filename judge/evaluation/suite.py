@@ -18,6 +18,7 @@ resolved against the suite file's folder (:attr:`Suite.base_dir`).
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judge.config import EVENTS, Config, load_config
+from judge.config import EVENTS, Config, duplicate_key_problems, load_config
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, JudgeError
 
@@ -118,6 +119,37 @@ def resolve_path(base_dir: Path, value: str) -> Path:
     return p if p.is_absolute() else base_dir / p
 
 
+def _unique_object(pairs: list[tuple[str, Any]], duplicates: list[str]) -> dict[str, Any]:
+    """A JSON object from its pairs, noting keys that appear twice (json keeps the last silently)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            duplicates.append(key)
+        obj[key] = value
+    return obj
+
+
+def _load_suite_yaml(text: str, src: str) -> Any:
+    """The suite document; duplicate keys and malformed YAML raise a located :class:`SuiteError`."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        duplicates = duplicate_key_problems(node)
+        if duplicates:
+            raise SuiteError([f"{src}: {problem}" for problem in duplicates])
+        return loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise SuiteError([f"{src}{line}: malformed YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    except RecursionError:
+        raise SuiteError([f"{src}: malformed YAML: nested too deeply"]) from None
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
+
+
 def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[list[Case], list[str]]:
     """Parse a cases JSONL text; return the good cases and located problems."""
     cases: list[Case] = []
@@ -127,10 +159,17 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
         if not line.strip():
             continue
         where = f"{source}:{lineno}"
+        duplicates: list[str] = []
         try:
-            raw = json.loads(line)
+            raw = json.loads(line, object_pairs_hook=functools.partial(_unique_object, duplicates=duplicates))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}")
+            continue
+        except RecursionError:
+            problems.append(f"{where}: malformed JSON: nested too deeply")
+            continue
+        if duplicates:
+            problems.extend(f"{where}: duplicate key {key!r}" for key in duplicates)
             continue
         if not isinstance(raw, dict):
             problems.append(f"{where}: each line must be a JSON object, got {type(raw).__name__}")
@@ -166,12 +205,7 @@ def load_suite(path: str | Path) -> Suite:
         raise SuiteError([f"{src}: suite file not found"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError([f"{src}: cannot read: {exc}"]) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        raise SuiteError([f"{src}{line}: malformed YAML: {getattr(exc, 'problem', None) or exc}"]) from None
+    data = _load_suite_yaml(text, src)
     if not isinstance(data, dict):
         raise SuiteError([f"{src}: a suite must be a mapping with config, event and cases"])
     try:
