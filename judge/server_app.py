@@ -12,24 +12,31 @@ Every error is a JSON ``{"error": ...}`` with a 4xx status; the body is size-lim
 it is read; deep nesting, non-finite numbers and lone surrogates are refused before any
 hook runs. ``execution_summary`` paths must resolve inside ``transcripts_dir``. Blocking
 work (SQLite, files) runs in threads, so a hook waiting on its provider never blocks
-other requests. One JSON line per request goes to the ``judge.server.access`` logger.
+other requests. Stop rounds of one session run one at a time (:class:`SessionLocks`), so
+concurrent Stops of a session count 1, 2, ... like consecutive ones. One JSON line per
+request goes to the ``judge.server.access`` logger.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import fcntl
+import hashlib
 import hmac
 import json
 import logging
 import math
 import os
 import re
+import sqlite3
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +51,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge.audit import AuditLog, now_iso
-from judge.config import EVENTS, Config, CustomAgent, load_config, validate_custom_agent
+from judge.config import EVENTS, STOP_EVENTS, Config, CustomAgent, load_config, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import PromptJudge
 from judge.engine import Engine, default_judge
@@ -63,6 +70,8 @@ TOKEN_ENV = "JUDGE_API_TOKEN"
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 MAX_SESSION_ID = 256
+#: Validated custom agents kept per worker (re-validated whenever the stored body changes).
+AGENT_CACHE_SIZE = 256
 JSON_TYPES = ("application/json", "text/json")
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 _PARSE_IN_THREAD = 256 * 1024
@@ -348,6 +357,111 @@ def write_private(text: str) -> Path:
 
 
 # ---------------------------------------------------------------------------
+# State: one SQLite connection per thread; Stop rounds of a session one at a time
+
+
+class ServiceStore(Store):
+    """The state database with one long-lived connection per executor thread.
+
+    :class:`Store` opens a connection per call (about 1 ms of CPU each: open, WAL
+    mapping, pragmas), three or four per Stop request. The service's threads keep
+    theirs; every call still runs in autocommit or its own ``BEGIN IMMEDIATE``
+    transaction, so other workers and processes see each write at once.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self._local = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._opened_lock = threading.Lock()
+        super().__init__(path)
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        db: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if db is None:
+            # check_same_thread=False only so close() can run on another thread at shutdown.
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA busy_timeout=30000")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._local.db = db
+            with self._opened_lock:
+                self._opened.append(db)
+        yield db
+
+    def close(self) -> None:
+        """Close every thread's connection (at shutdown, once no request runs)."""
+        with self._opened_lock:
+            opened, self._opened = self._opened, []
+        for db in opened:
+            db.close()
+        self._local = threading.local()
+
+
+class SessionLocks:
+    """Stop rounds of one session, one at a time, in this process and across workers.
+
+    A round reads the session's rejection count, runs the hooks and stores the new count;
+    two rounds of one session running side by side would both start from the same count.
+    Held in order, N concurrent rejected Stops of a session count 1..N (the one reaching
+    ``maxRejections`` is the single forced stop), exactly as N consecutive ones.
+
+    In the process: an :class:`asyncio.Lock` per session. Across worker processes:
+    ``flock`` on ``locks/<hash>.lock`` in the data dir, polled without blocking a thread.
+    The holder unlinks the file before unlocking and a new holder checks that the file it
+    locked is still the one at the path, so lock files never pile up.
+    """
+
+    POLL_FIRST = 0.002
+    POLL_MAX = 0.05
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, session_id: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(session_id) or (asyncio.Lock(), 0)
+        self._locks[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                path = self.folder / (hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:40] + ".lock")
+                fd = await self._lock_file(path)
+                try:
+                    yield
+                finally:
+                    path.unlink(missing_ok=True)
+                    os.close(fd)  # closing releases the flock
+        finally:
+            lock, users = self._locks[session_id]
+            if users <= 1:
+                del self._locks[session_id]
+            else:
+                self._locks[session_id] = (lock, users - 1)
+
+    async def _lock_file(self, path: Path) -> int:
+        delay = self.POLL_FIRST
+        while True:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.POLL_MAX)
+                continue
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+            os.close(fd)  # the previous holder removed it: lock the new file
+
+
+# ---------------------------------------------------------------------------
 # The service
 
 
@@ -356,11 +470,14 @@ class Service:
 
     def __init__(self, settings: ServerSettings, judge: PromptJudge | None = None) -> None:
         self.settings = settings
-        self.store = Store(settings.data_dir / STATE_DB)
+        self.store = ServiceStore(settings.data_dir / STATE_DB)
         self.audit = AuditLog(settings.data_dir)
         self.judge: PromptJudge = judge if judge is not None else default_judge()
         root = settings.transcripts_dir
         self.transcripts_root = root.resolve() if root is not None else None
+        self.sessions = SessionLocks(settings.data_dir / "locks")
+        self.engine = Engine(settings.config, judge=self.judge)
+        self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
 
     # -- endpoints -------------------------------------------------------------------
 
@@ -431,7 +548,11 @@ class Service:
         gate = Gate(await self._engine(context.get("agent_name")), self.store, self.audit)
         path = await asyncio.to_thread(write_private, transcript) if transcript is not None else None
         try:
-            decision = await gate.decide(event, context, transcript=path, session_id=session_id)
+            if session_id is not None and event in STOP_EVENTS:
+                async with self.sessions.hold(session_id):
+                    decision = await gate.decide(event, context, transcript=path, session_id=session_id)
+            else:
+                decision = await gate.decide(event, context, transcript=path, session_id=session_id)
         except ContextError as exc:
             raise ApiError(400, str(exc)) from None
         finally:
@@ -440,19 +561,28 @@ class Service:
         return json_response(decision.to_json())
 
     async def _engine(self, agent_name: Any) -> Engine:
-        """The engine for this request: --config hooks, plus a registered custom agent's."""
-        config = self.settings.config
-        if isinstance(agent_name, str) and AGENT_NAME.match(agent_name):
-            stored = await asyncio.to_thread(self.store.get_agent, agent_name)
-            if stored is not None:
-                try:
-                    agent = validate_custom_agent(stored.get("properties"))
-                except ConfigError as exc:
-                    raise ApiError(
-                        500, f"stored custom agent {agent_name!r} is invalid", exc.problems
-                    ) from None
-                config = config.with_custom_agent(agent_name, agent)
-        return Engine(config, judge=self.judge)
+        """The engine for this request: --config hooks, plus a registered custom agent's.
+
+        The agent is looked up on every request (another worker may have changed it) but
+        validated again only when its stored body changed.
+        """
+        if not (isinstance(agent_name, str) and AGENT_NAME.match(agent_name)):
+            return self.engine
+        stored = await asyncio.to_thread(self.store.get_agent, agent_name)
+        if stored is None:
+            return self.engine
+        cached = self._agents.get(agent_name)
+        if cached is not None and cached[0] == stored:
+            return cached[1]
+        try:
+            agent = validate_custom_agent(stored.get("properties"))
+        except ConfigError as exc:
+            raise ApiError(500, f"stored custom agent {agent_name!r} is invalid", exc.problems) from None
+        engine = Engine(self.settings.config.with_custom_agent(agent_name, agent), judge=self.judge)
+        if len(self._agents) >= AGENT_CACHE_SIZE:
+            self._agents.clear()
+        self._agents[agent_name] = (stored, engine)
+        return engine
 
 
 # ---------------------------------------------------------------------------
@@ -556,7 +686,10 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Enough threads that SQLite/audit writes of many concurrent requests don't queue.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, "judge-io"))
-        yield
+        try:
+            yield
+        finally:
+            service.store.close()
 
     handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, handler, list[str]]] = [
