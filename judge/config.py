@@ -127,6 +127,18 @@ class Hook(BaseModel):
             raise ValueError(f"must be between 1 and 25, got {value}")
         return value
 
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str) -> str:
+        prefix, sep, rest = value.strip().partition(":")
+        if not value.strip() or (
+            sep and prefix.lower() in ("openai", "anthropic", "fake") and not rest.strip()
+        ):
+            raise ValueError(
+                f"must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), got {value!r}"
+            )
+        return value
+
     @field_validator("matcher")
     @classmethod
     def _matcher_compiles(cls, value: str | None) -> str | None:
@@ -357,6 +369,23 @@ def _validate_models(raw: Any, prefix: str, problems: list[str]) -> dict[str, st
     ):
         problems.append(f"{prefix}: must map tier names to model names (strings)")
         return {}
+    if raw:
+        # Imported here: only configs with a `models:` mapping (i.e. prompt hooks) need it.
+        from judge.llm.tiers import TIERS, canonical_tier, parse_model
+
+        for key, value in raw.items():
+            if canonical_tier(key) is None:
+                problems.append(
+                    f"{prefix}.{key}: unknown tier (expected one of {', '.join(TIERS)}, "
+                    "or ReasoningHeavy, GeneralPurpose, SmallFast, Eval)"
+                )
+            elif canonical_tier(value) is not None:
+                problems.append(f"{prefix}.{key}: maps to another tier ({value!r}); name a model")
+            else:
+                try:
+                    parse_model(value, {})
+                except ValueError as exc:
+                    problems.append(f"{prefix}.{key}: {exc}")
     return dict(raw)
 
 

@@ -200,6 +200,27 @@ BAD: list[tuple[str, Any, list[str]]] = [
         ["extra: unknown key", "kind: expected 'ExtendedAgent', got 'Agent'"],
     ),
     ("models not strings", {"models": {"Fast": 3}}, ["models: must map tier names to model names (strings)"]),
+    (
+        "empty model names",
+        stop({"prompt": "p", "model": " "}, {"prompt": "p", "model": "openai:"}),
+        [
+            "hooks.Stop[0].model: must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), "
+            "got ' '",
+            "hooks.Stop[1].model: must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), "
+            "got 'openai:'",
+        ],
+    ),
+    (
+        "models: unknown tier, tier to tier, empty model",
+        {"models": {"ReasoningFst": "openai:x", "fast": "General", "Eval": "openai: ", "SmallFast": ""}},
+        [
+            "models.ReasoningFst: unknown tier (expected one of Reasoning, ReasoningFast, General, Fast, "
+            "LongContext, or ReasoningHeavy, GeneralPurpose, SmallFast, Eval)",
+            "models.fast: maps to another tier ('General'); name a model",
+            "models.Eval: model 'openai: ' names no model after 'openai:'",
+            "models.SmallFast: model name is empty",
+        ],
+    ),
     ("root not a mapping", ["hooks"], ["<root>: must be a mapping, got list"]),
     (
         "every problem is reported, not just the first",
