@@ -121,3 +121,27 @@ def test_converter_keeps_an_existing_agent_config(tmp_path: Path) -> None:
     assert main(["datasets", "convert", "llmbar", str(source), "--out", str(out)]) == 0
     assert (out / "agent.yaml").read_text() == tuned
     assert [c["label"] for c in cases_of(out)] == ["allow", "block"]
+
+
+def test_tau_bench_bad_item_leaves_no_partial_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = {"task_id": 1, "trial": 0, "reward": 1.0, "traj": [{"role": "assistant", "content": "done"}]}
+    source = tmp_path / "tau.json"
+    source.write_text(json.dumps([good, {**good, "traj": "not a list"}]))
+    out = tmp_path / "o"
+    assert main(["datasets", "convert", "tau-bench", str(source), "--out", str(out)]) == 2
+    assert "item 1: 'traj' must be a list of messages" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_tau_bench_task_ids_cannot_write_outside_the_suite(tmp_path: Path) -> None:
+    item = {"task_id": "../../escape", "trial": 0, "reward": 0, "traj": [{"role": "user", "content": "hi"}]}
+    source = tmp_path / "tau.json"
+    source.write_text(json.dumps([item]))
+    out = tmp_path / "a" / "b"
+    assert main(["datasets", "convert", "tau-bench", str(source), "--out", str(out)]) == 0
+    assert [p.name for p in (out / "transcripts").iterdir()] == ["tau-.._.._escape-t0.txt"]
+    assert not (tmp_path / "escape-t0.txt").exists()
+    suite = load_suite(out / "suite.yaml")
+    assert suite.cases[0].transcript_path == "transcripts/tau-.._.._escape-t0.txt"

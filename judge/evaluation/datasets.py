@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -130,10 +131,13 @@ def _text(content: Any) -> str:
 
 
 def tau_cases(items: list[Any], source: str, out: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """One case per τ-bench trajectory; transcripts are written to ``out/transcripts``."""
+    """One case per τ-bench trajectory; transcripts are written to ``out/transcripts``.
+
+    Every item is checked before anything is written, so a bad item leaves no partial output.
+    """
     folder = out / "transcripts"
-    folder.mkdir(parents=True, exist_ok=True)
     cases: list[dict[str, Any]] = []
+    transcripts: list[tuple[str, str]] = []
     for index, item in enumerate(items[:limit] if limit is not None else items):
         where = f"{source}: item {index}"
         if not isinstance(item, dict):
@@ -147,13 +151,13 @@ def tau_cases(items: list[Any], source: str, out: Path, limit: int | None = None
         task = item.get("task_id", index)
         trial = item.get("trial", 0)
         case_id = f"tau-{task}-t{trial}"
+        file_name = re.sub(r"[^A-Za-z0-9_.-]", "_", case_id) + ".txt"  # ids come from the data
         final = ""
         for message in reversed(traj):
             if message.get("role") == "assistant" and _text(message.get("content")).strip():
                 final = _text(message.get("content"))
                 break
-        path = folder / f"{case_id}.txt"
-        path.write_text("\n".join(render_json_document(traj)) + "\n", encoding="utf-8")
+        transcripts.append((file_name, "\n".join(render_json_document(traj)) + "\n"))
         cases.append(
             {
                 "id": case_id,
@@ -163,12 +167,16 @@ def tau_cases(items: list[Any], source: str, out: Path, limit: int | None = None
                     "current_turn": sum(1 for m in traj if m.get("role") == "assistant"),
                     "final_output": final,
                 },
-                "transcript_path": f"transcripts/{case_id}.txt",
+                "transcript_path": f"transcripts/{file_name}",
                 "label": "allow" if reward >= 1.0 else "block",
                 "group": f"task-{task}",
                 "tags": ["tau-bench", "airline"],
             }
         )
+    if cases:
+        folder.mkdir(parents=True, exist_ok=True)
+    for file_name, text in transcripts:
+        (folder / file_name).write_text(text, encoding="utf-8")
     return cases
 
 
