@@ -110,6 +110,8 @@ def test_html_lists_disagreements_with_reasons_and_transcripts(tmp_path: Path) -
         (["bogus=0.5"], 2),
         (["recall"], 2),
         (["recall=high"], 2),
+        (["recall=nan"], 2),
+        (["accuracy=inf"], 2),
     ],
 )
 def test_fail_under_exit_codes(
@@ -125,6 +127,8 @@ def test_fail_under_exit_codes(
         assert "valid metrics:" in err and "recall" in err and "cohenKappa" in err
     if code == 1:
         assert "FAIL --fail-under" in err
+    if bounds[0].endswith(("nan", "inf")):
+        assert "the bound must be a finite number" in err
 
 
 def test_fail_under_undefined_metric_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -62,6 +63,8 @@ def parse_bounds(specs: list[str]) -> list[tuple[str, float]]:
             value = float(raw)
         except ValueError:
             raise UsageProblem(f"--fail-under {spec!r}: {raw.strip()!r} is not a number") from None
+        if not math.isfinite(value):
+            raise UsageProblem(f"--fail-under {spec!r}: the bound must be a finite number")
         bounds.append((metric, value))
     return bounds
 
