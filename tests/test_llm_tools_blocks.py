@@ -211,3 +211,21 @@ def test_a_literal_search_out_of_time_says_where_it_stopped(tmp_path):
     path.write_text("needle\n" * 50)
     out = TranscriptTools(path, grep_seconds=0, block_bytes=16).GrepSearch("needle", False)
     assert out.startswith("Search for 'needle' stopped at line 1: time limit")
+
+
+def test_a_slow_scan_stops_at_the_time_limit_with_the_line_reached(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("some line\n" * 100_000 + "needle\n")
+    out = TranscriptTools(path, grep_seconds=0.05, block_bytes=16).GrepSearch("needle", True)
+    assert out.startswith("Search for 'needle' stopped at line ")
+    assert 1 < int(out.split("stopped at line ")[1].split(":")[0]) < 100_001
+
+
+def test_multibyte_characters_across_pieces(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("first\n" + "é" * 301 + "NEEDLE" + "ü" * 300 + "\nlast\n", encoding="utf-8")
+    tools = TranscriptTools(path, block_bytes=32)  # pieces of 128 bytes, cut inside characters
+    for query in ("needle", "éneedleü", "é+needleü+$"):
+        [hit] = grep(tools, query, is_regex=query.endswith("$"))
+        assert hit.startswith("2: …") and "éNEEDLEü" in hit and "\ufffd" not in hit.split("… [")[0]
+    assert grep(tools, "last") == ["3: last"]

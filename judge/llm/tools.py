@@ -87,8 +87,9 @@ class _Chunk(NamedTuple):
     continues: bool
 
 
-def _char_boundary(data: bytearray, index: int) -> int:
-    while index > 0 and data[index] & 0xC0 == 0x80:
+def _char_boundary(data: bytearray, index: int, end: int) -> int:
+    """``index`` moved back to the start of a UTF-8 character (``data[:end]`` is valid)."""
+    while 0 < index < end and data[index] & 0xC0 == 0x80:
         index -= 1
     return index
 
@@ -117,7 +118,7 @@ def _chunks(handle: BufferedReader, block: int, overlap: int) -> Iterator[_Chunk
             starts = True
         elif filled >= piece:
             yield _Chunk(buffer, filled, starts, True)
-            cut, starts = _char_boundary(buffer, filled - overlap), False
+            cut, starts = _char_boundary(buffer, filled - overlap, filled), False
         else:
             kept = filled
             continue
@@ -202,7 +203,9 @@ def _excerpt(data: _Text, start: int, end: int, hit: int, head_cut: bool, tail_c
 
 
 @dataclass(frozen=True)
-class _LineIndex:
+class LineIndex:
+    """Line count and sparse line-start offsets of one version of a file."""
+
     size: int
     mtime_ns: int
     lines: int
@@ -211,11 +214,11 @@ class _LineIndex:
     mark_offsets: list[int]
 
 
-_INDEXES: OrderedDict[str, _LineIndex] = OrderedDict()
+_INDEXES: OrderedDict[str, LineIndex] = OrderedDict()
 _INDEX_LOCK = threading.Lock()
 
 
-def _build_index(path: Path, block: int) -> _LineIndex:
+def _build_index(path: Path, block: int) -> LineIndex:
     """Count the lines and mark a line start about every MARK_BYTES (one streaming pass)."""
     info = path.stat()
     step = max(1, min(MARK_BYTES, block))
@@ -233,10 +236,10 @@ def _build_index(path: Path, block: int) -> _LineIndex:
             offset += len(data)
             last = data[-1:]
     lines = newlines + (0 if last == b"\n" else 1)
-    return _LineIndex(info.st_size, info.st_mtime_ns, lines, mark_lines, mark_offsets)
+    return LineIndex(info.st_size, info.st_mtime_ns, lines, mark_lines, mark_offsets)
 
 
-def line_index(path: Path, block: int = BLOCK_BYTES) -> _LineIndex:
+def line_index(path: Path, block: int = BLOCK_BYTES) -> LineIndex:
     """The line index of ``path``, built once per file version (path, size, mtime)."""
     key = str(path.resolve())
     info = path.stat()
@@ -254,7 +257,7 @@ def line_index(path: Path, block: int = BLOCK_BYTES) -> _LineIndex:
     return index
 
 
-def _seek_line(handle: IO[bytes], index: _LineIndex, number: int, block: int) -> None:
+def _seek_line(handle: IO[bytes], index: LineIndex, number: int, block: int) -> None:
     """Position ``handle`` at the start of line ``number`` (at most one mark's skip)."""
     at = bisect.bisect_right(index.mark_lines, number) - 1
     skip, offset = number - index.mark_lines[at], index.mark_offsets[at]
