@@ -290,6 +290,15 @@ def test_original_called_exactly_once_and_name_lookup_recursion_is_caught() -> N
     assert looked_up.calls == []
 
 
+def test_a_call_that_is_not_a_tool_use_block_is_a_clear_type_error() -> None:
+    dispatcher = Dispatcher()
+    wrapped = wrap_dispatcher(dispatcher.call_tool, engine_with(PRE_TIER, PolicyJudge({})), FREE_USER)
+    for junk in ("search_faq", None, ["tool_use"]):
+        with pytest.raises(TypeError, match="call_tool takes a tool_use block"):
+            wrapped(junk)  # type: ignore[arg-type]
+    assert dispatcher.calls == []
+
+
 async def test_async_call_tool_and_sync_wrapper_inside_a_loop() -> None:
     judge = PolicyJudge({"tier": tier_policy})
     calls: list[str] = []
@@ -438,3 +447,13 @@ def test_stop_gate_sync_without_transcript() -> None:
     assert judge.seen[0][1]["trusted"]["tier"] == "premium"
     assert "execution_summary" not in judge.seen[0][1]
     assert gate.check_sync("All done. Task complete.").stop
+
+
+def test_stop_gate_refuses_messages_that_are_not_a_message_list() -> None:
+    judge = PolicyJudge({"complete": lambda r: (True, None)})
+    gate = StopGate(stop_engine(judge), HookContext(session_id="s"))
+    for junk in ("user: hi", {"role": "user", "content": "hi"}, b"bytes", 42):
+        with pytest.raises(TypeError, match="messages must be a list of message dicts"):
+            gate.check_sync("All done.", junk)  # type: ignore[arg-type]
+    assert judge.seen == []
+    assert gate.check_sync("All done.", ({"role": "user", "content": "hi"},)).stop

@@ -163,6 +163,11 @@ class _Hooks:
 
     async def pre(self, tool_use: ToolUse) -> tuple[ToolUse, ToolResult | None]:
         """(the tool_use to run, or the synthetic result of a denial)."""
+        if not isinstance(tool_use, Mapping):
+            raise TypeError(
+                'call_tool takes a tool_use block ({"type": "tool_use", "id": ..., "name": ..., '
+                f'"input": {{...}}}}), got {type(tool_use).__name__}'
+            )
         tool_id = str(tool_use.get("id") or "")
         try:
             decision = await self.gate.decide("PreToolUse", self.event("PreToolUse", tool_use))

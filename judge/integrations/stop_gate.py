@@ -214,6 +214,13 @@ class StopGate:
         max_turns: int | None = None,
     ) -> StopVerdict:
         """Judge ``final_answer``; ``messages`` (optional) is the conversation so far."""
+        if messages is not None and (
+            isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence)
+        ):
+            raise TypeError(
+                "messages must be a list of message dicts (Anthropic or OpenAI style), "
+                f"got {type(messages).__name__}"
+            )
         sid = self._sid(session_id)
         count = self._counts.get(sid, 0)
         context: dict[str, Any] = {
