@@ -120,6 +120,21 @@ def test_bad_input_exits_2_with_a_message(
     assert message in captured.err and "Traceback" not in captured.err
 
 
+def test_an_out_dir_that_cannot_be_created_fails_before_any_llm_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path, n=12)
+    (tmp_path / "out").write_text("a file, not a folder")
+    assert main(tune_args(tmp_path)) == 2
+    captured = capsys.readouterr()
+    assert f"cannot create --out {tmp_path / 'out'}: File exists" in captured.err
+    assert captured.out == ""  # nothing was tuned
+    compare = ["tune", "--compare", str(tmp_path / "agent.yaml"), str(tmp_path / "agent.yaml")]
+    assert main([*compare, str(tmp_path / "suite.yaml"), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    assert "cannot create --out" in captured.err and captured.out == ""
+
+
 def test_missing_out_suite_and_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path, labels=False, n=6)
     assert main(["tune", str(tmp_path / "suite.yaml")]) == 2

@@ -73,11 +73,23 @@ def tune_main(args: argparse.Namespace) -> int:
         return 2
 
 
+class OutDirError(JudgeError):
+    """The output folder cannot be created (checked before any LLM call is spent)."""
+
+
+def _make_out(out: str) -> None:
+    try:
+        Path(out).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutDirError(f"cannot create --out {out}: {exc.strerror or exc}") from None
+
+
 def _tune(args: argparse.Namespace) -> int:
     from judge.evaluation.suite import load_suite
     from judge.tuning.tuner import TuneOptions, tune
 
     suite = load_suite(args.suite)
+    _make_out(args.out)
     options = TuneOptions(
         out=Path(args.out),
         hook=args.hook,
@@ -116,6 +128,8 @@ def _compare(args: argparse.Namespace) -> int:
     suite = load_suite(suite_path)
     config_a = load_config(path_a)
     config_b = load_config(path_b)
+    if args.out:
+        _make_out(args.out)
     names = (path_a, path_b) if path_a != path_b else (f"A:{path_a}", f"B:{path_b}")
     outcome = asyncio.run(
         compare_configs(
