@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import sys
 from collections.abc import Callable, Mapping
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
-from judge.llm.providers import make_provider
+from judge.llm.providers import shared_provider
 from judge.llm.providers.base import Provider
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
@@ -32,9 +33,10 @@ ProviderFactory = Callable[[ResolvedModel], Provider]
 class LLMJudge:
     """The default prompt judge: environment-driven providers, or ``provider_for``.
 
-    ``env`` defaults to :data:`os.environ`, read at each judgement. Each judgement
-    creates its provider (SDK client) and closes it afterwards, so no connection
-    outlives its event loop.
+    ``env`` defaults to :data:`os.environ`, read at each judgement. Judgements on one
+    event loop share one SDK client per provider, base URL and key (and so its open
+    connections); the loop's clients are closed when it shuts down
+    (:mod:`judge.llm.providers.pool`).
     """
 
     def __init__(
@@ -87,15 +89,8 @@ class LLMJudge:
             return await run_judgement(
                 provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
             )
-        if model.provider in ("openai", "anthropic"):
+        if model.provider in ("openai", "anthropic") and model.provider not in sys.modules:
             # A first SDK import takes seconds: keep it off the event loop.
             await asyncio.to_thread(importlib.import_module, model.provider)
-        provider = make_provider(model, env, request.base_dir)
-        try:
-            return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
-            )
-        finally:
-            close = getattr(provider, "aclose", None)
-            if close is not None:
-                await close()
+        provider = await shared_provider(model, env, request.base_dir)
+        return await run_judgement(provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds)

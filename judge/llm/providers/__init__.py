@@ -1,12 +1,16 @@
 """Model providers behind one small interface (see :mod:`judge.llm.providers.base`).
 
-A provider's SDK is imported only when that provider is chosen.
+A provider's SDK is imported only when that provider is chosen. :func:`make_provider`
+builds a provider with its own SDK client (close it with ``aclose()``);
+:func:`shared_provider` puts it on the running loop's shared client (see
+:mod:`judge.llm.providers.pool`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 
 from judge.errors import HookError
@@ -18,6 +22,7 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
 )
+from judge.llm.providers.pool import shared_client
 from judge.llm.tiers import ResolvedModel
 
 __all__ = [
@@ -28,6 +33,7 @@ __all__ = [
     "ToolSpec",
     "TransientError",
     "make_provider",
+    "shared_provider",
 ]
 
 
@@ -49,3 +55,24 @@ def make_provider(
 
         return fake_provider(model.name, base_dir)
     raise HookError(f"unknown provider {model.provider!r} (use openai, anthropic or fake)")
+
+
+async def shared_provider(
+    model: ResolvedModel, env: Mapping[str, str] | None = None, base_dir: Path | None = None
+) -> Provider:
+    """Like :func:`make_provider`, on the SDK client the running loop shares for the same
+    provider, base URL and key (built on first use, closed when the loop shuts down)."""
+    env = os.environ if env is None else env
+    if model.provider == "openai":
+        from judge.llm.providers import openai
+
+        key, url = openai.client_settings(model.name, env)
+        client = await shared_client(("openai", url, key), partial(openai.new_client, key, url))
+        return openai.OpenAIProvider(model.name, env, client=client)
+    if model.provider == "anthropic":
+        from judge.llm.providers import anthropic
+
+        key, url = anthropic.client_settings(model.name, env)
+        client = await shared_client(("anthropic", url, key), partial(anthropic.new_client, key, url))
+        return anthropic.AnthropicProvider(model.name, env, client=client)
+    return make_provider(model, env, base_dir)

@@ -36,6 +36,10 @@ _ANTHROPIC_SCHEMA: dict[str, Any] = {
 }
 
 
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
     """System text and Anthropic messages (tool results grouped into one user turn)."""
     system = "\n\n".join(m.content for m in messages if m.role == "system")
@@ -64,31 +68,50 @@ def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
     return system, out
 
 
-class AnthropicProvider:
-    """Messages API through the official ``anthropic`` SDK (async, ``max_retries=0``)."""
+def new_client(api_key: str, base_url: str | None) -> Any:
+    """An ``AsyncAnthropic`` client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
+    import anthropic
 
-    def __init__(self, model: str, env: Mapping[str, str] | None = None) -> None:
+    return anthropic.AsyncAnthropic(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+    )
+
+
+def client_settings(model: str, env: Mapping[str, str]) -> tuple[str, str | None]:
+    """``(api key, base URL or None)`` from the environment; HookError without a key."""
+    key = env.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise HookError(f"ANTHROPIC_API_KEY is not set (needed for anthropic:{model})")
+    return key, env.get("ANTHROPIC_BASE_URL") or None
+
+
+class AnthropicProvider:
+    """Messages API through the official ``anthropic`` SDK (async, ``max_retries=0``).
+
+    ``client`` shares an existing SDK client (then :meth:`aclose` leaves it open);
+    without it the provider builds its own. The request goes through the SDK (auth,
+    errors, timeouts); the JSON answer is read as is, without building SDK models.
+    """
+
+    def __init__(self, model: str, env: Mapping[str, str] | None = None, *, client: Any = None) -> None:
         env = os.environ if env is None else env
-        key = env.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise HookError(f"ANTHROPIC_API_KEY is not set (needed for anthropic:{model})")
+        key, self.base_url = client_settings(model, env)
         import anthropic
 
         self._anthropic = anthropic
         self.model = model
         self.label = f"anthropic:{model}"
-        self.base_url = env.get("ANTHROPIC_BASE_URL") or None
-        self._client = anthropic.AsyncAnthropic(
-            api_key=key,
-            base_url=self.base_url,
-            max_retries=0,
-            http_client=anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
-        )
+        self._owns_client = client is None
+        self._client = new_client(key, self.base_url) if client is None else client
         self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
 
     async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self._client.close()
+        """Close the SDK client's connections (unless the client is shared)."""
+        if self._owns_client:
+            await self._client.close()
 
     async def complete(
         self,
@@ -113,42 +136,55 @@ class AnthropicProvider:
             kwargs["tool_choice"] = {"type": tool_choice}
         if self.structured_output:
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": _ANTHROPIC_SCHEMA}}
+        options: dict[str, Any] = {}
         if timeout is not None:
-            kwargs["timeout"] = max(0.01, timeout)
+            options["timeout"] = max(0.01, timeout)
         try:
-            response = await self._client.messages.create(**kwargs)
+            data = await self._client.post("/v1/messages", cast_to=object, body=kwargs, options=options)
         except self._anthropic.APIStatusError as exc:
             if exc.status_code == 400 and self.structured_output and "output_config" in kwargs:
                 # Older models and some gateways reject structured output: ask without it.
                 self.structured_output = False
                 return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
             raise self._translate(exc) from None
+        except ValueError:  # a 200 whose body is not JSON (a proxy's page, a broken server)
+            raise TransientError(f"{self.label}: the response is not JSON") from None
         except self._anthropic.APITimeoutError:
             raise TransientError(f"{self.label}: request timed out") from None
         except self._anthropic.APIConnectionError as exc:
             raise TransientError(f"{self.label}: connection error: {exc}") from None
         except self._anthropic.AnthropicError as exc:
             raise HookError(f"{self.label}: {exc}") from None
+        return self._completion(data)
+
+    def _completion(self, data: object) -> Completion:
+        """The answer from a Messages response body."""
+        blocks = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or not isinstance(blocks, list):
+            raise TransientError(f"{self.label}: the response has no content")
         texts: list[str] = []
         calls: list[ToolCall] = []
-        for block in response.content:
-            kind = getattr(block, "type", None)
+        for block in blocks:
+            kind = block.get("type") if isinstance(block, dict) else None
             if kind == "text":
-                texts.append(str(getattr(block, "text", "")))
+                texts.append(str(block.get("text") or ""))
             elif kind == "tool_use":
-                raw = getattr(block, "input", None)
+                raw = block.get("input")
                 calls.append(
                     ToolCall(
-                        id=str(getattr(block, "id", "")),
-                        name=str(getattr(block, "name", "")),
+                        id=str(block.get("id") or ""),
+                        name=str(block.get("name") or ""),
                         arguments=raw if isinstance(raw, dict) else None,
                         raw_arguments=repr(raw),
                     )
                 )
-        usage = Usage(
-            inputTokens=response.usage.input_tokens or 0,
-            outputTokens=response.usage.output_tokens or 0,
-        )
+        counts = data.get("usage")
+        usage = Usage()
+        if isinstance(counts, dict):
+            usage = Usage(
+                inputTokens=_count(counts.get("input_tokens")),
+                outputTokens=_count(counts.get("output_tokens")),
+            )
         return Completion(text="\n".join(texts), tool_calls=tuple(calls), usage=usage)
 
     def _translate(self, exc: Any) -> Exception:

@@ -48,6 +48,20 @@ def _to_wire(message: Message) -> dict[str, Any]:
     return out
 
 
+def _text(content: Any) -> str:
+    """Message content: a string, or a list of text parts (some compatible servers)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [part for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        return "".join(str(part.get("text") or "") for part in parts)
+    return ""
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def _parse_arguments(raw: str) -> dict[str, Any] | None:
     try:
         value = json.loads(raw or "{}")
@@ -56,31 +70,50 @@ def _parse_arguments(raw: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-class OpenAIProvider:
-    """Chat Completions through the official ``openai`` SDK (async, ``max_retries=0``)."""
+def new_client(api_key: str, base_url: str | None) -> Any:
+    """An ``AsyncOpenAI`` client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
+    import openai
 
-    def __init__(self, model: str, env: Mapping[str, str] | None = None) -> None:
+    return openai.AsyncOpenAI(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+    )
+
+
+def client_settings(model: str, env: Mapping[str, str]) -> tuple[str, str | None]:
+    """``(api key, base URL or None)`` from the environment; HookError without a key."""
+    key = env.get("OPENAI_API_KEY")
+    if not key:
+        raise HookError(f"OPENAI_API_KEY is not set (needed for openai:{model})")
+    return key, env.get("OPENAI_BASE_URL") or None
+
+
+class OpenAIProvider:
+    """Chat Completions through the official ``openai`` SDK (async, ``max_retries=0``).
+
+    ``client`` shares an existing SDK client (then :meth:`aclose` leaves it open);
+    without it the provider builds its own. The request goes through the SDK (auth,
+    errors, timeouts); the JSON answer is read as is, without building SDK models.
+    """
+
+    def __init__(self, model: str, env: Mapping[str, str] | None = None, *, client: Any = None) -> None:
         env = os.environ if env is None else env
-        key = env.get("OPENAI_API_KEY")
-        if not key:
-            raise HookError(f"OPENAI_API_KEY is not set (needed for openai:{model})")
+        key, self.base_url = client_settings(model, env)
         import openai
 
         self._openai = openai
         self.model = model
         self.label = f"openai:{model}"
-        self.base_url = env.get("OPENAI_BASE_URL") or None
-        self._client = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=self.base_url,
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
-        )
+        self._owns_client = client is None
+        self._client = new_client(key, self.base_url) if client is None else client
         self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
 
     async def aclose(self) -> None:
-        """Close the SDK client's connections."""
-        await self._client.close()
+        """Close the SDK client's connections (unless the client is shared)."""
+        if self._owns_client:
+            await self._client.close()
 
     async def complete(
         self,
@@ -114,42 +147,57 @@ class OpenAIProvider:
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
             }
+        options: dict[str, Any] = {}
         if timeout is not None:
-            kwargs["timeout"] = max(0.01, timeout)
+            options["timeout"] = max(0.01, timeout)
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            data = await self._client.post("/chat/completions", cast_to=object, body=kwargs, options=options)
         except self._openai.APIStatusError as exc:
             if exc.status_code == 400 and self.structured_output and "response_format" in kwargs:
                 # Some OpenAI-compatible servers reject structured output: ask without it.
                 self.structured_output = False
                 return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
             raise self._translate(exc) from None
+        except ValueError:  # a 200 whose body is not JSON (a proxy's page, a broken server)
+            raise TransientError(f"{self.label}: the response is not JSON") from None
         except self._openai.APITimeoutError:
             raise TransientError(f"{self.label}: request timed out") from None
         except self._openai.APIConnectionError as exc:
             raise TransientError(f"{self.label}: connection error: {exc}") from None
         except self._openai.OpenAIError as exc:
             raise HookError(f"{self.label}: {exc}") from None
-        if not response.choices:
+        return self._completion(data)
+
+    def _completion(self, data: object) -> Completion:
+        """The answer from a Chat Completions response body."""
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise TransientError(f"{self.label}: the response has no choices")
-        message = response.choices[0].message
-        calls = tuple(
-            ToolCall(
-                id=call.id,
-                name=call.function.name,
-                arguments=_parse_arguments(call.function.arguments),
-                raw_arguments=call.function.arguments or "",
+        message = choices[0].get("message")
+        message = message if isinstance(message, dict) else {}
+        calls: list[ToolCall] = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict):
+                continue
+            raw = function.get("arguments")
+            raw = raw if isinstance(raw, str) else ""
+            calls.append(
+                ToolCall(
+                    id=str(call.get("id") or ""),
+                    name=str(function.get("name") or ""),
+                    arguments=_parse_arguments(raw),
+                    raw_arguments=raw,
+                )
             )
-            for call in (message.tool_calls or [])
-            if getattr(call, "function", None) is not None
-        )
         usage = Usage()
-        if response.usage is not None:
+        counts = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(counts, dict):
             usage = Usage(
-                inputTokens=response.usage.prompt_tokens or 0,
-                outputTokens=response.usage.completion_tokens or 0,
+                inputTokens=_count(counts.get("prompt_tokens")),
+                outputTokens=_count(counts.get("completion_tokens")),
             )
-        return Completion(text=message.content or "", tool_calls=calls, usage=usage)
+        return Completion(text=_text(message.get("content")), tool_calls=tuple(calls), usage=usage)
 
     def _translate(self, exc: Any) -> Exception:
         status: int = exc.status_code

@@ -1,0 +1,144 @@
+"""Shared SDK clients (one per loop, provider, base URL and key), raw-body parsing, and
+the local model server's socket options."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+
+import pytest
+
+from judge.config import Hook
+from judge.decision import PromptRequest
+from judge.errors import HookError
+from judge.llm import LLMJudge
+from judge.llm.providers import shared_provider
+from judge.llm.providers.pool import client_count, close_clients
+from judge.llm.tiers import ResolvedModel
+from judge.testing import LLMServer, Reply, verdict
+
+FORMATS = ["openai", "anthropic"]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _clean(server):
+    server.reset()
+    server.default = verdict(True)
+    yield
+
+
+def request(timeout: int = 20) -> PromptRequest:
+    hook = Hook(type="prompt", prompt="Complete? $ARGUMENTS", timeout=timeout)
+    return PromptRequest(hook=hook, context={"hook_event_name": "Stop", "final_output": "done"})
+
+
+def model(fmt: str) -> ResolvedModel:
+    return ResolvedModel(provider=fmt, name="judge-test")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_one_client_per_loop_closed_when_the_loop_ends(server, fmt):
+    env = server.env(fmt)
+
+    async def run() -> tuple[object, object, int]:
+        judge = LLMJudge(env=env)
+        await asyncio.gather(*(judge.evaluate(request()) for _ in range(5)))
+        first = (await shared_provider(model(fmt), env))._client  # type: ignore[attr-defined]
+        second = (await shared_provider(model(fmt), env))._client  # type: ignore[attr-defined]
+        return first, second, client_count()
+
+    first, second, count = asyncio.run(run())
+    assert first is second and count == 1
+    assert first.is_closed()  # type: ignore[attr-defined]
+    assert len(server.requests) == 5
+
+    async def again() -> object:
+        await LLMJudge(env=env).evaluate(request())
+        return (await shared_provider(model(fmt), env))._client  # type: ignore[attr-defined]
+
+    third = asyncio.run(again())
+    assert third is not first and third.is_closed()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_changed_key_or_base_url_gets_its_own_client(server, fmt):
+    env = server.env(fmt)
+    key_var = "OPENAI_API_KEY" if fmt == "openai" else "ANTHROPIC_API_KEY"
+    url_var = "OPENAI_BASE_URL" if fmt == "openai" else "ANTHROPIC_BASE_URL"
+    base = await shared_provider(model(fmt), env)
+    other_key = await shared_provider(model(fmt), {**env, key_var: "another-key"})
+    other_url = await shared_provider(model(fmt), {**env, url_var: env[url_var] + "/"})
+    clients = {id(p._client) for p in (base, other_key, other_url)}  # type: ignore[attr-defined]
+    assert len(clients) == 3 and client_count() == 3
+    verdicts = await asyncio.gather(
+        LLMJudge(env=env).evaluate(request()),
+        LLMJudge(env={**env, key_var: "another-key"}).evaluate(request()),
+    )
+    assert [v.ok for v in verdicts] == [True, True]
+    keys = {r.headers.get("authorization", r.headers.get("x-api-key", "")) for r in server.requests}
+    assert any("another-key" in k for k in keys) and any("test-key" in k for k in keys)
+    await close_clients()
+    assert client_count() == 0 and base._client.is_closed()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_missing_key_is_a_hook_error_before_any_client(server, fmt):
+    env = {k: v for k, v in server.env(fmt).items() if not k.endswith("API_KEY")}
+    with pytest.raises(HookError, match="API_KEY is not set"):
+        await shared_provider(model(fmt), env)
+    assert client_count() == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("body", ["[]", '{"unexpected": true}', "not json at all"])
+async def test_malformed_answer_is_retried_then_a_hook_error(server, fmt, body):
+    server.default = Reply(raw=body)
+    with pytest.raises(HookError, match=r"no choices|no content|not JSON"):
+        await LLMJudge(env=server.env(fmt)).evaluate(request(timeout=1))
+    assert len(server.requests) > 1  # retried as a transient failure
+
+
+async def test_openai_text_parts_and_usage_are_read(server):
+    body = {
+        "choices": [
+            {
+                "message": {
+                    "content": [
+                        {"type": "text", "text": '{"ok": false, '},
+                        {"type": "text", "text": '"reason": "add tests"}'},
+                    ]
+                }
+            }
+        ],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 5},
+    }
+    server.push(Reply(raw=json.dumps(body)))
+    result = await LLMJudge(env=server.env("openai")).evaluate(request())
+    assert (result.ok, result.reason) == (False, "add tests")
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (12, 5)
+
+
+async def test_anthropic_usage_is_read(server):
+    body = {
+        "content": [{"type": "text", "text": '{"ok": true}'}],
+        "usage": {"input_tokens": 30, "output_tokens": 4},
+    }
+    server.push(Reply(raw=json.dumps(body)))
+    result = await LLMJudge(env=server.env("anthropic")).evaluate(request())
+    assert result.ok is True
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 4)
+
+
+def test_server_sockets_are_tcp_nodelay(server):
+    # asyncio turns TCP_NODELAY on for accepted sockets only when the listening socket's
+    # proto is IPPROTO_TCP; without it kept-alive responses stall on delayed ACKs.
+    sock = server._socket
+    assert sock is not None and sock.proto == socket.IPPROTO_TCP
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
