@@ -32,6 +32,11 @@ from judge.server_app import (
     settings_to_env,
 )
 
+#: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
+#: it): in bench/bench_service.py uvloop made each command hook's process start about
+#: twice as costly, more than it saves in the HTTP layer.
+LOOP = "asyncio"
+
 
 def _err(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -136,7 +141,7 @@ def serve_main(args: argparse.Namespace) -> int:
         if workers > 1:
             _run_workers(args.config, settings, sock, workers)
         else:
-            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+            config = uvicorn.Config(app, loop=LOOP, log_level="warning", access_log=False, lifespan="on")
             uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
@@ -165,6 +170,7 @@ def _run_workers(
     config = uvicorn.Config(
         "judge.server_app:app_from_env",
         factory=True,
+        loop=LOOP,
         workers=workers,
         log_level="warning",
         access_log=False,
