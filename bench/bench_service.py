@@ -3,7 +3,8 @@
 `judge serve` runs as a child process (with --workers 1 and 2) with a Stop command hook,
 then with a Stop prompt hook whose model is the local model server (another process,
 zero latency). The load generator is a separate process: an asyncio HTTP/1.1 client
-with keep-alive connections, bounded by a duration and a request count. The baseline,
+with keep-alive connections (each its own agent session), bounded by a duration and a
+request count. The baseline,
 measured in the same run against the same server, is GET /healthz (the HTTP stack with
 no hook at all). On a 2-CPU machine the load generator, the model server and the
 service share the CPUs, so the figures are a floor, not a ceiling.
@@ -33,19 +34,27 @@ LOADGEN = r"""
 import asyncio, json, sys, time
 port, method, path, body = sys.argv[1:5]
 conns, seconds, limit = int(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7])
-payload = body.encode()
-head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(payload)}\r\n\r\n").encode()
 latencies, errors, statuses = [], 0, {}
 sent = 0
 
-async def worker(deadline):
+def request(conn):
+    # Each connection is its own agent session (one session's Stops are served in order).
+    data = json.loads(body) if body else None
+    if isinstance(data, dict) and "session_id" in data:
+        data["session_id"] = f"{data['session_id']}-{conn}"
+    payload = json.dumps(data).encode() if body else b""
+    head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n").encode()
+    return head + payload  # one write per request
+
+async def worker(conn, deadline):
     global errors, sent
+    message = request(conn)
     reader, writer = await asyncio.open_connection("127.0.0.1", int(port))
     while time.perf_counter() < deadline and sent < limit:
         sent += 1
         start = time.perf_counter()
-        writer.write(head + payload)
+        writer.write(message)
         status_line = await reader.readline()
         length = 0
         while True:
@@ -65,7 +74,7 @@ async def worker(deadline):
 
 async def main():
     start = time.perf_counter()
-    await asyncio.gather(*(worker(start + seconds) for _ in range(conns)))
+    await asyncio.gather(*(worker(i, start + seconds) for i in range(conns)))
     elapsed = time.perf_counter() - start
     latencies.sort()
     n = len(latencies)
@@ -130,6 +139,21 @@ class Service:
         self.log.close()
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and its live descendants, reaped children included (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        children = [
+            int(c)
+            for task in Path(f"/proc/{pid}/task").iterdir()
+            for c in (task / "children").read_text().split()
+        ]
+    except OSError:
+        return 0.0
+    own = sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime stime cutime cstime
+    return own + sum(tree_cpu(c) for c in children)
+
+
 def load(
     port: int, method: str, path: str, body: str, conns: int, seconds: float, limit: int
 ) -> dict[str, Any]:
@@ -140,6 +164,14 @@ def load(
     result: dict[str, Any] = json.loads(done.stdout)
     if result["errors"]:
         raise RuntimeError(f"{path}: {result['errors']} failed requests, statuses {result['statuses']}")
+    return result
+
+
+def measure(service: Service, *args: Any) -> dict[str, Any]:
+    """:func:`load`, plus the service's CPU per request (all its processes)."""
+    before = tree_cpu(service.proc.pid)
+    result = load(service.port, *args)
+    result["cpu_ms"] = (tree_cpu(service.proc.pid) - before) / max(result["n"], 1) * 1000
     return result
 
 
@@ -168,10 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     args = (opts.connections, opts.seconds, opts.requests)
                     if not base_rps:
-                        health = load(service.port, "GET", "/healthz", "", *args)
+                        health = measure(service, "GET", "/healthz", "", *args)
                         base_rps = health["n"] / health["elapsed"]
                         rows.append((str(workers), "GET /healthz (baseline)", base_rps, "1.00x", health))
-                    result = load(service.port, "POST", "/api/v2/hooks/Stop", body, *args)
+                    result = measure(service, "POST", "/api/v2/hooks/Stop", body, *args)
                 finally:
                     service.stop()
                 rps = result["n"] / result["elapsed"]
@@ -182,8 +214,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         table(
-            ["workers", "request", "requests/s", "vs /healthz", "p50 ms", "p99 ms", "requests"],
-            [(w, name, rps, ratio, r["p50"], r["p99"], str(r["n"])) for w, name, rps, ratio, r in rows],
+            [
+                "workers",
+                "request",
+                "requests/s",
+                "vs /healthz",
+                "p50 ms",
+                "p99 ms",
+                "service CPU ms/req",
+                "requests",
+            ],
+            [
+                (w, name, rps, ratio, r["p50"], r["p99"], r["cpu_ms"], str(r["n"]))
+                for w, name, rps, ratio, r in rows
+            ],
         )
     )
     return 0
