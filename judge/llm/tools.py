@@ -38,7 +38,7 @@ from judge.llm.providers.base import ToolSpec
 
 #: Bytes read at a time. A block is searched whole, so lines up to a few blocks long are
 #: seen in one piece; longer lines are searched in overlapping pieces (same line number).
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 1 << 18
 #: A line-offset mark is kept about every this many bytes (ReadFile seeks to the mark
 #: before the window and skips at most this much).
 MARK_BYTES = 1 << 18
