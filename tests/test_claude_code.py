@@ -171,7 +171,6 @@ async def test_pre_tool_use_allow_and_unmatched_tool_print_nothing(tmp_path: Pat
         ('["a list"]', "valid", "must be a JSON object"),
         ('{"session_id": "x"}', "valid", "hook_event_name"),
         (json.dumps(stop_payload("e-1", False)), "none", "no configuration"),
-        (json.dumps(stop_payload("e-1", False)), "invalid", "hooks.Stop[0].maxRejections"),
     ],
 )
 def test_adapter_problems_do_not_block(
@@ -197,6 +196,51 @@ def test_adapter_problems_do_not_block(
     assert code == 0
     assert out == ""
     assert message in err
+
+
+def _run_with_invalid_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, payload: dict[str, object]
+) -> int:
+    bad = json.loads(json.dumps(ALWAYS_REJECT))
+    bad["hooks"]["Stop"][0]["maxRejections"] = 99
+    config = write_config(tmp_path, bad)
+    monkeypatch.delenv("JUDGE_CONFIG", raising=False)
+    monkeypatch.setenv("JUDGE_STATE", str(tmp_path / "state.sqlite"))
+    stdin = json.dumps(payload)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8"))))
+    return cli_main(["claude-code", "--config", str(config)])
+
+
+def test_invalid_config_lets_a_stop_through_and_tells_the_user(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = _run_with_invalid_config(tmp_path, monkeypatch, stop_payload("e-1", False))
+    out, err = capsys.readouterr()
+    assert code == 0
+    answer = json.loads(out)
+    assert "decision" not in answer
+    assert "hooks.Stop[0].maxRejections" in answer["systemMessage"]
+    assert "hooks.Stop[0].maxRejections" in err and "not blocking" in err
+
+
+def test_invalid_config_denies_a_tool_call_fail_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload = {
+        "session_id": "e-2",
+        "transcript_path": str(tmp_path / "none.jsonl"),
+        "cwd": str(tmp_path),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
+    code = _run_with_invalid_config(tmp_path, monkeypatch, payload)
+    out, err = capsys.readouterr()
+    assert code == 0
+    specific = json.loads(out)["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    assert "hooks.Stop[0].maxRejections" in specific["permissionDecisionReason"]
+    assert "fail closed" in err
 
 
 # ---------------------------------------------------------------------------

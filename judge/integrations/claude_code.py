@@ -14,10 +14,14 @@ from stdout. This module maps that input to the SPEC context, evaluates it with
   with ``permissionDecision: "ask"`` (the rewrite never skips the user's approval).
 
 The process always exits 0: Claude Code only reads the JSON answer on exit 0, so every
-block is expressed in JSON. Problems of the adapter itself (no config, an invalid config,
-unreadable stdin) are reported on stderr and never block, so a broken setup cannot wedge
-the user's agent. Hook errors during evaluation follow each hook's ``failMode``
-(PreToolUse hooks fail closed by default).
+block is expressed in JSON. Problems of the adapter itself are reported on stderr. They
+never block a Stop or a PostToolUse (a broken setup must not wedge the user's agent; the
+user is told through a ``systemMessage``), but a PreToolUse call whose policy check
+cannot run — an invalid configuration, an unexpected failure — is **denied** with the
+reason (SPEC §6: a broken policy check must not pass silently). With no configuration at
+all (no ``--config``, no ``JUDGE_CONFIG``) nothing is checked and nothing is blocked.
+Hook errors during evaluation follow each hook's ``failMode`` (PreToolUse hooks fail
+closed by default).
 
 Claude Code only tells a Stop hook ``stop_hook_active: true/false``; the rejection count
 that ``maxRejections`` needs is kept here per ``session_id`` in a SQLite state file
@@ -283,6 +287,30 @@ def _warn(message: str) -> None:
     print(f"{PREFIX}: {message}", file=sys.stderr)
 
 
+def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:
+    """What Claude Code gets when the adapter cannot evaluate a configured event.
+
+    PreToolUse fails closed (the call is denied with the reason); Stop and PostToolUse go
+    through, with a ``systemMessage`` so the user sees the setup is broken.
+    """
+    if event == "PreToolUse":
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": f"judge policy check could not run ({problem}); "
+                "fix the judge setup, then retry",
+            }
+        }
+    return {"systemMessage": f"judge: {problem}; not checked"}
+
+
+def _adapter_failure(event: str, problem: str) -> None:
+    blocking = event == "PreToolUse"
+    _warn(f"{problem}; {'denying the tool call (fail closed)' if blocking else 'not blocking'}")
+    print(json.dumps(adapter_failure_output(event, problem), ensure_ascii=False))
+
+
 def _read_stdin() -> str:
     if sys.stdin is None or sys.stdin.isatty():
         raise InputError("no hook input: Claude Code passes the hook JSON on stdin")
@@ -312,7 +340,8 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         for problem in exc.problems:
             _warn(f"{config_path}: {problem}")
-        _warn("invalid configuration; not blocking")
+        first = exc.problems[0] if exc.problems else "invalid"
+        _adapter_failure(event, f"invalid judge configuration {config_path}: {first}")
         return 0
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
@@ -321,10 +350,10 @@ def main(args: argparse.Namespace) -> int:
     try:
         output = asyncio.run(handle(hook_input, config, state_path, data_dir))
     except ContextError as exc:
-        _warn(f"{exc}; not blocking")
+        _adapter_failure(event, str(exc))
         return 0
-    except Exception as exc:  # never wedge the user's agent on an adapter failure
-        _warn(f"unexpected failure ({type(exc).__name__}: {exc}); not blocking")
+    except Exception as exc:  # an adapter failure: fail closed only where a policy is checked
+        _adapter_failure(event, f"unexpected failure ({type(exc).__name__}: {exc})")
         return 0
     if output is not None:
         print(json.dumps(output, ensure_ascii=False))
