@@ -164,3 +164,18 @@ def test_best_config_keeps_the_resource_form(tmp_path: Path) -> None:
     assert "prompt: |" in best.read_text()
     loaded = load_config(best)
     assert loaded.name == "agent" and loaded.hooks.Stop[0].prompt == MARKED
+
+
+def test_a_baseline_only_run_needs_no_optimizer_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path)
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "JUDGE_MODEL_REASONING"):
+        monkeypatch.delenv(key, raising=False)
+    args = ["tune", str(tmp_path / "suite.yaml"), "--hook", "Stop:0", "--out", str(tmp_path / "out")]
+    assert main([*args, "--rounds", "0", "--quiet"]) == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["optimizerModel"] == "none (--rounds 0)"
+    # With rounds to run, the missing optimizer key is still reported up front.
+    assert main([*args, "--rounds", "1", "--quiet"]) == 2
+    assert "API_KEY" in capsys.readouterr().err

@@ -27,7 +27,7 @@ from judge.decision import PromptJudge
 from judge.errors import JudgeError
 from judge.evaluation.runner import run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
-from judge.tuning.llm import optimizer_llm
+from judge.tuning.llm import ProviderLLM, optimizer_llm
 from judge.tuning.measure import BudgetedProviders, SuiteEvaluator, budgeted_judge, outcomes
 from judge.tuning.optimizer import Budget, Candidate, Optimizer, OptimizerSettings, SplitEval
 from judge.tuning.splits import Split, parse_split, split_items
@@ -201,14 +201,20 @@ async def tune(
         repeats=repeats,
         concurrency=options.concurrency,
     )
-    llm, resolved = optimizer_llm(
-        options.optimizer_model,
-        budget,
-        models=suite.config.models,
-        base_dir=suite.config.base_dir,
-        env=env,
-        make=optimizer_make,
-    )
+    llm: ProviderLLM | _NoOptimizer
+    if options.rounds == 0:
+        # A baseline-only run never asks the optimizer: it needs no optimizer model or key.
+        llm, optimizer_label = _NoOptimizer(), "none (--rounds 0)"
+    else:
+        llm, resolved = optimizer_llm(
+            options.optimizer_model,
+            budget,
+            models=suite.config.models,
+            base_dir=suite.config.base_dir,
+            env=env,
+            make=optimizer_make,
+        )
+        optimizer_label = resolved.label
     try:
         settings = OptimizerSettings(
             rounds=options.rounds,
@@ -231,7 +237,7 @@ async def tune(
             stopped=result.stopped,
             calls=0,
             max_calls=options.max_calls,
-            optimizer_model=resolved.label,
+            optimizer_model=optimizer_label,
         )
         if split.test:
             say("measuring the baseline and the winner on the test split (once)")
@@ -250,6 +256,16 @@ async def tune(
     outcome.calls = budget.used
     write_outputs(outcome, suite, options.out)
     return outcome
+
+
+class _NoOptimizer:
+    """The optimizer of a ``--rounds 0`` run: never asked."""
+
+    async def propose(self, prompt: str) -> str:
+        raise TuneError("the optimizer was asked for edits in a run with --rounds 0")
+
+    async def aclose(self) -> None:
+        return None
 
 
 def write_outputs(outcome: TuneOutcome, suite: Suite, out: Path) -> None:
