@@ -154,10 +154,12 @@ class Engine:
         start = self.clock()
         verdict: PromptVerdict | None = None
         error: str | None = None
+        failed_model: str | None = None
         try:
             answer, source, verdict = await self._answer(event, hook, context, transcript, repeat)
         except HookError as exc:
             error = str(exc) or type(exc).__name__
+            failed_model = exc.model
         except Exception as exc:  # a bug or an unexpected failure is still a hook error
             error = f"{type(exc).__name__}: {exc}"
         duration = (self.clock() - start) * 1000.0
@@ -167,7 +169,7 @@ class Engine:
             type=hook.type,
             decision="allow",
             durationMs=round(duration, 3),
-            model=verdict.model if verdict else None,
+            model=verdict.model if verdict else failed_model,
             usage=verdict.usage if verdict else None,
         )
         if error is not None:

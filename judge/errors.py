@@ -24,5 +24,10 @@ class ContextError(JudgeError):
 class HookError(JudgeError):
     """A hook failed to produce a decision (timeout, crash, bad output, provider failure).
 
-    The engine turns it into the hook's ``failMode``.
+    The engine turns it into the hook's ``failMode``. ``model`` names the model a prompt
+    hook was judged by (or tried), so the decision reports it even on failure.
     """
+
+    def __init__(self, message: str, model: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model

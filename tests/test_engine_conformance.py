@@ -1097,3 +1097,16 @@ async def test_gate_concurrent_rounds_of_one_session_are_all_counted(tmp_path: P
     decisions = await asyncio.gather(*(gate.decide("Stop", stop_ctx(), session_id="s") for _ in range(5)))
     assert all(d.decision == "block" for d in decisions)
     assert store.rejection_count("s") == 5
+
+
+async def test_a_failed_prompt_hook_still_reports_the_model_it_tried() -> None:
+    class MissingKey:
+        async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+            raise HookError("OPENAI_API_KEY is not set", model="openai:gpt-5.4-mini")
+
+    config = config_from_data({"hooks": {"Stop": [{"prompt": "judge $ARGUMENTS"}]}})
+    decision = await Engine(config, judge=MissingKey()).evaluate("Stop", stop_ctx())
+    [hook] = decision.hooks
+    assert hook.error == "OPENAI_API_KEY is not set"
+    assert hook.model == "openai:gpt-5.4-mini"
+    assert decision.decision == "allow" and hook.usage is None
