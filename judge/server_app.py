@@ -51,7 +51,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge.audit import AuditLog, now_iso
-from judge.config import EVENTS, STOP_EVENTS, Config, CustomAgent, load_config, validate_custom_agent
+from judge.config import (
+    EVENTS,
+    STOP_EVENTS,
+    Config,
+    CustomAgent,
+    duplicate_key_problems,
+    load_config,
+    validate_custom_agent,
+)
 from judge.context import parse_context
 from judge.decision import PromptJudge
 from judge.engine import Engine, default_judge
@@ -173,6 +181,18 @@ def _check_text(text: str) -> None:
         raise ApiError(400, "strings must be valid Unicode (lone surrogate escape found)") from None
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json object hook: a key given twice is an error (json would keep the last silently)."""
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ApiError(400, f"duplicate key {key!r} in a JSON object")
+            seen.add(key)
+    return data
+
+
 def parse_json_bytes(body: bytes) -> Any:
     """Parse and check a JSON body; ApiError(400) on anything malformed."""
     if not body.strip():
@@ -182,7 +202,7 @@ def parse_json_bytes(body: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise ApiError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise ApiError(400, f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     except RecursionError:
@@ -211,8 +231,13 @@ def parse_yaml_bytes(body: bytes) -> Any:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
+    loader = _NoAliasLoader(text)
     try:
-        data = yaml.load(text, Loader=_NoAliasLoader)
+        node = loader.get_single_node()
+        duplicates = duplicate_key_problems(node) if node is not None else []
+        if duplicates:
+            raise ApiError(400, "; ".join(duplicates))
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -220,6 +245,8 @@ def parse_yaml_bytes(body: bytes) -> Any:
         raise ApiError(400, f"malformed YAML{where}: {problem}") from None
     except RecursionError:
         raise ApiError(400, f"body is nested deeper than {MAX_DEPTH} levels") from None
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
     check_tree(data)
     return data
 

@@ -265,6 +265,17 @@ def test_agent_bad_name_yaml_aliases_and_content_type(main: Service) -> None:
     assert status == 415 and "application/json" in error["error"]
 
 
+def test_duplicate_keys_are_400_not_last_wins(main: Service) -> None:
+    doc = b"name: dup\nproperties:\n  hooks:\n    Stop:\n      - prompt: a\n    Stop:\n      - prompt: b\n"
+    status, error = main.api(
+        "PUT", "/api/v2/extendedAgent/agents/dup", raw=doc, headers={"Content-Type": "application/yaml"}
+    )
+    assert status == 400 and "duplicate key 'Stop' at line 6" in error["error"]
+    assert main.api("GET", "/api/v2/extendedAgent/agents/dup")[0] == 404
+    status, error = main.api("POST", "/api/v2/hooks/Stop", raw=b'{"final_output": "x", "final_output": "y"}')
+    assert status == 400 and "duplicate key 'final_output'" in error["error"]
+
+
 # ---------------------------------------------------------------------------
 # Auth, limits, status codes
 
