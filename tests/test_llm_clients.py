@@ -1,4 +1,4 @@
-"""Shared SDK clients (one per loop, provider, base URL and key), raw-body parsing, and
+"""Reused SDK clients (per loop, provider, base URL and key), raw-body parsing, and
 the local model server's socket options."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from judge.config import Hook
 from judge.decision import PromptRequest
 from judge.errors import HookError
 from judge.llm import LLMJudge
-from judge.llm.providers import shared_provider
-from judge.llm.providers.pool import client_count, close_clients
+from judge.llm.providers import leased_provider
+from judge.llm.providers.pool import PER_CLIENT, client_count, close_clients
 from judge.llm.tiers import ResolvedModel
 from judge.testing import LLMServer, Reply, verdict
 
@@ -39,8 +39,10 @@ def request(timeout: int = 20) -> PromptRequest:
     return PromptRequest(hook=hook, context={"hook_event_name": "Stop", "final_output": "done"})
 
 
-def model(fmt: str) -> ResolvedModel:
-    return ResolvedModel(provider=fmt, name="judge-test")
+async def client_of(fmt: str, env: dict[str, str]) -> object:
+    """The SDK client a judgement with ``env`` would use now."""
+    async with leased_provider(ResolvedModel(provider=fmt, name="judge-test"), env) as provider:
+        return provider._client  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -49,10 +51,9 @@ def test_one_client_per_loop_closed_when_the_loop_ends(server, fmt):
 
     async def run() -> tuple[object, object, int]:
         judge = LLMJudge(env=env)
-        await asyncio.gather(*(judge.evaluate(request()) for _ in range(5)))
-        first = (await shared_provider(model(fmt), env))._client  # type: ignore[attr-defined]
-        second = (await shared_provider(model(fmt), env))._client  # type: ignore[attr-defined]
-        return first, second, client_count()
+        for _ in range(5):
+            await judge.evaluate(request())
+        return await client_of(fmt, env), await client_of(fmt, env), client_count()
 
     first, second, count = asyncio.run(run())
     assert first is second and count == 1
@@ -61,7 +62,7 @@ def test_one_client_per_loop_closed_when_the_loop_ends(server, fmt):
 
     async def again() -> object:
         await LLMJudge(env=env).evaluate(request())
-        return (await shared_provider(model(fmt), env))._client  # type: ignore[attr-defined]
+        return await client_of(fmt, env)
 
     third = asyncio.run(again())
     assert third is not first and third.is_closed()  # type: ignore[attr-defined]
@@ -72,11 +73,10 @@ async def test_changed_key_or_base_url_gets_its_own_client(server, fmt):
     env = server.env(fmt)
     key_var = "OPENAI_API_KEY" if fmt == "openai" else "ANTHROPIC_API_KEY"
     url_var = "OPENAI_BASE_URL" if fmt == "openai" else "ANTHROPIC_BASE_URL"
-    base = await shared_provider(model(fmt), env)
-    other_key = await shared_provider(model(fmt), {**env, key_var: "another-key"})
-    other_url = await shared_provider(model(fmt), {**env, url_var: env[url_var] + "/"})
-    clients = {id(p._client) for p in (base, other_key, other_url)}  # type: ignore[attr-defined]
-    assert len(clients) == 3 and client_count() == 3
+    base = await client_of(fmt, env)
+    other_key = await client_of(fmt, {**env, key_var: "another-key"})
+    other_url = await client_of(fmt, {**env, url_var: env[url_var] + "/"})
+    assert len({id(base), id(other_key), id(other_url)}) == 3 and client_count() == 3
     verdicts = await asyncio.gather(
         LLMJudge(env=env).evaluate(request()),
         LLMJudge(env={**env, key_var: "another-key"}).evaluate(request()),
@@ -85,15 +85,27 @@ async def test_changed_key_or_base_url_gets_its_own_client(server, fmt):
     keys = {r.headers.get("authorization", r.headers.get("x-api-key", "")) for r in server.requests}
     assert any("another-key" in k for k in keys) and any("test-key" in k for k in keys)
     await close_clients()
-    assert client_count() == 0 and base._client.is_closed()  # type: ignore[attr-defined]
+    assert client_count() == 0 and base.is_closed()  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_missing_key_is_a_hook_error_before_any_client(server, fmt):
     env = {k: v for k, v in server.env(fmt).items() if not k.endswith("API_KEY")}
     with pytest.raises(HookError, match="API_KEY is not set"):
-        await shared_provider(model(fmt), env)
+        await client_of(fmt, env)
     assert client_count() == 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_concurrent_judgements_spread_over_clients(server, fmt):
+    server.default = Reply(text='{"ok": true}', delay=0.3)
+    judge = LLMJudge(env=server.env(fmt))
+    n = PER_CLIENT * 2 + 1
+    verdicts = await asyncio.gather(*(judge.evaluate(request()) for _ in range(n)))
+    assert all(v.ok for v in verdicts) and len(server.requests) == n
+    assert client_count() == 3  # at most PER_CLIENT judgements at a time per client
+    await judge.evaluate(request())
+    assert client_count() == 3  # idle clients are reused, not added
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

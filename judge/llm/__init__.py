@@ -11,20 +11,22 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-import sys
 from collections.abc import Callable, Mapping
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
-from judge.llm.providers import shared_provider
+from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
 from judge.transcripts import prepare_transcript
 
 __all__ = ["LLMJudge", "ProviderFactory", "ResolvedModel", "resolve_model"]
+
+#: SDKs whose import has finished.
+_imported: set[str] = set()
 
 #: Builds the provider for a resolved model (inject one in tests).
 ProviderFactory = Callable[[ResolvedModel], Provider]
@@ -34,8 +36,8 @@ class LLMJudge:
     """The default prompt judge: environment-driven providers, or ``provider_for``.
 
     ``env`` defaults to :data:`os.environ`, read at each judgement. Judgements on one
-    event loop share one SDK client per provider, base URL and key (and so its open
-    connections); the loop's clients are closed when it shuts down
+    event loop reuse SDK clients (and their open connections) per provider, base URL
+    and key; the loop's clients are closed when it shuts down
     (:mod:`judge.llm.providers.pool`).
     """
 
@@ -89,8 +91,12 @@ class LLMJudge:
             return await run_judgement(
                 provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
             )
-        if model.provider in ("openai", "anthropic") and model.provider not in sys.modules:
-            # A first SDK import takes seconds: keep it off the event loop.
+        if model.provider in ("openai", "anthropic") and model.provider not in _imported:
+            # A first SDK import takes seconds: keep it off the event loop. (Not
+            # ``sys.modules``: a module is there from the moment its import starts.)
             await asyncio.to_thread(importlib.import_module, model.provider)
-        provider = await shared_provider(model, env, request.base_dir)
-        return await run_judgement(provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds)
+            _imported.add(model.provider)
+        async with leased_provider(model, env, request.base_dir) as provider:
+            return await run_judgement(
+                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
+            )

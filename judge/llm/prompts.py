@@ -9,12 +9,14 @@ folders. The context fields are available as variables (``{{ hook_event_name }}`
 
 ``$ARGUMENTS`` becomes the pretty-printed context JSON — every occurrence, in the hook's
 template and in included templates; when no template mentions it, the context is
-appended. The substitution happens after Jinja rendering (through a random placeholder),
-so agent content is data: a final answer containing ``{{ 7*7 }}`` arrives verbatim.
+appended. The substitution happens after Jinja rendering (through a placeholder random
+per process, never one found in the context), so agent content is data: a final answer
+containing ``{{ 7*7 }}`` arrives verbatim. Compiled templates are cached.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -43,9 +45,14 @@ def library_dir() -> Path | None:
     return checkout if checkout.is_dir() else None
 
 
+#: Stands for ``$ARGUMENTS`` inside compiled templates; random per process, and a render
+#: whose context contains it falls back to a one-off placeholder (see :func:`render_prompt`).
+PLACEHOLDER = f"@@JUDGE_ARGUMENTS_{secrets.token_hex(16)}@@"
+
+
 class _ConfinedLoader(jinja2.FileSystemLoader):
     """A file loader that refuses files whose real path leaves its folder (symlinks),
-    and swaps ``$ARGUMENTS`` for the render's placeholder."""
+    and swaps ``$ARGUMENTS`` for the placeholder."""
 
     def __init__(self, root: Path, placeholder: str) -> None:
         super().__init__(str(root))
@@ -73,6 +80,40 @@ def _loader(base_dir: Path | None, placeholder: str) -> jinja2.BaseLoader:
     return jinja2.ChoiceLoader(loaders)
 
 
+def _environment(base_dir: Path | None, placeholder: str) -> SandboxedEnvironment:
+    return SandboxedEnvironment(
+        loader=_loader(base_dir, placeholder),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _shared_environment(base_dir: Path | None) -> SandboxedEnvironment:
+    """One environment per config folder: it caches included templates (reloaded when
+    their files change)."""
+    return _environment(base_dir, PLACEHOLDER)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str, base_dir: Path | None) -> jinja2.Template:
+    return _shared_environment(base_dir).from_string(template.replace(ARGUMENTS, PLACEHOLDER))
+
+
+def _contains(value: Any, text: str) -> bool:
+    """Whether ``text`` occurs in any string inside ``value`` (a JSON-like structure)."""
+    if isinstance(value, str):
+        return text in value
+    if isinstance(value, dict):
+        return any(_contains(k, text) or _contains(v, text) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_contains(v, text) for v in value)
+    if value is None or isinstance(value, int | float):
+        return False
+    return text in str(value)
+
+
 def context_json(context: dict[str, Any]) -> str:
     """The context as pretty JSON (what ``$ARGUMENTS`` becomes)."""
     return json.dumps(context, indent=2, ensure_ascii=False, default=str)
@@ -89,18 +130,19 @@ def render_prompt(
 
     ``arguments`` overrides the text substituted for ``$ARGUMENTS`` (default: the pretty
     context JSON). Template problems raise :class:`HookError` with the line number.
+    Compiled templates are cached per (template, ``base_dir``).
     """
-    placeholder = f"@@JUDGE_ARGUMENTS_{secrets.token_hex(8)}@@"
-    env = SandboxedEnvironment(
-        loader=_loader(base_dir, placeholder),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-    )
     variables: dict[str, Any] = {k: v for k, v in context.items() if str(k).isidentifier()}
     variables["context"] = context
+    placeholder = PLACEHOLDER
     try:
-        compiled = env.from_string(template.replace(ARGUMENTS, placeholder))
+        if _contains(context, PLACEHOLDER):
+            # Agent content holding the placeholder must not become the context: one-off.
+            placeholder = f"@@JUDGE_ARGUMENTS_{secrets.token_hex(16)}@@"
+            env = _environment(base_dir, placeholder)
+            compiled = env.from_string(template.replace(ARGUMENTS, placeholder))
+        else:
+            compiled = _compiled(template, base_dir)
         rendered = compiled.render(variables)
     except jinja2.TemplateSyntaxError as exc:
         where = f" in {exc.name}" if exc.name else ""
@@ -109,7 +151,7 @@ def render_prompt(
         raise HookError(f"prompt template error: included template not found: {exc.name}") from None
     except jinja2.UndefinedError as exc:
         raise HookError(f"prompt template error: {exc.message}") from None
-    except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, LookupError) as exc:
+    except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, LookupError, RecursionError) as exc:
         raise HookError(f"prompt template error: {exc}") from None
     text = arguments if arguments is not None else context_json(context)
     if placeholder in rendered:

@@ -40,6 +40,26 @@ def _remaining(deadline: float) -> float:
     return deadline - asyncio.get_running_loop().time()
 
 
+def _wait(state: RetryCallState) -> float:
+    error = state.outcome.exception() if state.outcome else None
+    hint = error.retry_after if isinstance(error, TransientError) else None
+    delay = hint if hint is not None else _jitter(state)
+    return max(0.0, delay)
+
+
+class _StopAtDeadline(stop_base):
+    """Give up when the next sleep plus a minimal attempt would pass the deadline."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def __call__(self, state: RetryCallState) -> bool:
+        return _remaining(self.deadline) - state.upcoming_sleep < MIN_ATTEMPT_SECONDS
+
+
+_RETRY = retry_if_exception_type(TransientError)
+
+
 async def call_with_retries(
     attempt: Callable[[float], Awaitable[T]],
     deadline: float,
@@ -50,23 +70,10 @@ async def call_with_retries(
 
     ``deadline`` is in :func:`asyncio.get_running_loop().time` seconds.
     """
-
-    def wait(state: RetryCallState) -> float:
-        error = state.outcome.exception() if state.outcome else None
-        hint = error.retry_after if isinstance(error, TransientError) else None
-        delay = hint if hint is not None else _jitter(state)
-        return max(0.0, delay)
-
-    class StopAtDeadline(stop_base):
-        """Give up when the next sleep plus a minimal attempt would pass the deadline."""
-
-        def __call__(self, state: RetryCallState) -> bool:
-            return _remaining(deadline) - state.upcoming_sleep < MIN_ATTEMPT_SECONDS
-
     retrying = AsyncRetrying(
-        retry=retry_if_exception_type(TransientError),
-        wait=wait,
-        stop=stop_after_attempt(max_attempts) | StopAtDeadline(),
+        retry=_RETRY,
+        wait=_wait,
+        stop=stop_after_attempt(max_attempts) | _StopAtDeadline(deadline),
         reraise=True,
     )
     attempts = 0

@@ -2,14 +2,15 @@
 
 A provider's SDK is imported only when that provider is chosen. :func:`make_provider`
 builds a provider with its own SDK client (close it with ``aclose()``);
-:func:`shared_provider` puts it on the running loop's shared client (see
+:func:`leased_provider` puts it on a client the running loop reuses (see
 :mod:`judge.llm.providers.pool`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
 )
-from judge.llm.providers.pool import shared_client
+from judge.llm.providers.pool import lease_client
 from judge.llm.tiers import ResolvedModel
 
 __all__ = [
@@ -32,8 +33,8 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "TransientError",
+    "leased_provider",
     "make_provider",
-    "shared_provider",
 ]
 
 
@@ -57,22 +58,24 @@ def make_provider(
     raise HookError(f"unknown provider {model.provider!r} (use openai, anthropic or fake)")
 
 
-async def shared_provider(
+@asynccontextmanager
+async def leased_provider(
     model: ResolvedModel, env: Mapping[str, str] | None = None, base_dir: Path | None = None
-) -> Provider:
-    """Like :func:`make_provider`, on the SDK client the running loop shares for the same
-    provider, base URL and key (built on first use, closed when the loop shuts down)."""
+) -> AsyncIterator[Provider]:
+    """Like :func:`make_provider`, on an SDK client the running loop reuses for the same
+    provider, base URL and key (see :mod:`judge.llm.providers.pool`), for the block."""
     env = os.environ if env is None else env
     if model.provider == "openai":
         from judge.llm.providers import openai
 
         key, url = openai.client_settings(model.name, env)
-        client = await shared_client(("openai", url, key), partial(openai.new_client, key, url))
-        return openai.OpenAIProvider(model.name, env, client=client)
-    if model.provider == "anthropic":
+        async with lease_client(("openai", url, key), partial(openai.new_client, key, url)) as client:
+            yield openai.OpenAIProvider(model.name, env, client=client)
+    elif model.provider == "anthropic":
         from judge.llm.providers import anthropic
 
         key, url = anthropic.client_settings(model.name, env)
-        client = await shared_client(("anthropic", url, key), partial(anthropic.new_client, key, url))
-        return anthropic.AnthropicProvider(model.name, env, client=client)
-    return make_provider(model, env, base_dir)
+        async with lease_client(("anthropic", url, key), partial(anthropic.new_client, key, url)) as client:
+            yield anthropic.AnthropicProvider(model.name, env, client=client)
+    else:
+        yield make_provider(model, env, base_dir)
