@@ -61,7 +61,7 @@ async def measure(call: Call, n: int, warmup: int) -> tuple[float, float, float]
 
 
 def bare_sdk_calls(base_url: str) -> tuple[Call, Call]:
-    """The baseline: one reused AsyncOpenAI client; and a new client per call (as LLMJudge does)."""
+    """The baseline: one reused AsyncOpenAI client; and a new client per call (what a client costs)."""
     import openai
 
     messages = [{"role": "user", "content": PROMPT.replace("$ARGUMENTS", str(CONTEXT))}]
