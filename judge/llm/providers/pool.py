@@ -1,10 +1,10 @@
-"""SDK clients shared by every judgement on one event loop.
+"""SDK clients reused by the judgements on one event loop.
 
 Building an SDK client (and opening its TCP/TLS connection) costs far more than the call
 it makes, so :func:`lease_client` reuses clients per (event loop, key) — the key holds
 the provider, base URL and API key, so a changed environment gets a different client.
 One client serves up to :data:`PER_CLIENT` judgements at a time; more concurrent
-judgements open more clients (one at a time, one client).
+judgements open more clients, which stay for later judgements.
 
 A client's connections belong to the loop that opened them. Each loop's clients are
 closed when that loop shuts down (``asyncio.run`` / ``asyncio.Runner`` and most loop
