@@ -88,3 +88,4 @@ def test_judge_run_missing_key_applies_fail_mode(tmp_path):
     out = run_judge(tmp_path, {"JUDGE_MODEL_REASONINGFAST": "openai:gpt-x"}, "Done.")
     assert out["decision"] == "allow"
     assert "OPENAI_API_KEY is not set" in out["hooks"][0]["error"]
+    assert out["hooks"][0]["model"] == "openai:gpt-x"  # the model it tried, even on failure

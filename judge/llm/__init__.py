@@ -55,22 +55,31 @@ class LLMJudge:
         self.grep_seconds = grep_seconds
 
     async def evaluate(self, request: PromptRequest) -> PromptVerdict:
-        """Judge one prompt hook within ``hook.timeout`` seconds; HookError on failure."""
-        hook = request.hook
-        deadline = asyncio.get_running_loop().time() + hook.timeout
-        try:
-            async with asyncio.timeout_at(deadline):
-                return await self._evaluate(request, deadline)
-        except TimeoutError:
-            raise HookError(f"the judgement timed out after {hook.timeout}s") from None
+        """Judge one prompt hook within ``hook.timeout`` seconds; HookError on failure.
 
-    async def _evaluate(self, request: PromptRequest, deadline: float) -> PromptVerdict:
+        Errors name the model that was tried (``HookError.model``) when it was resolved.
+        """
         hook = request.hook
         env = os.environ if self.env is None else self.env
         try:
             model = resolve_model(hook.model, request.models, env)
         except ValueError as exc:
             raise HookError(f"model {hook.model!r}: {exc}") from None
+        deadline = asyncio.get_running_loop().time() + hook.timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                return await self._evaluate(request, model, env, deadline)
+        except TimeoutError:
+            raise HookError(f"the judgement timed out after {hook.timeout}s", model=model.label) from None
+        except HookError as exc:
+            if exc.model is None:
+                exc.model = model.label
+            raise
+
+    async def _evaluate(
+        self, request: PromptRequest, model: ResolvedModel, env: Mapping[str, str], deadline: float
+    ) -> PromptVerdict:
+        hook = request.hook
         prompt = render_prompt(
             hook.prompt or "",
             request.context,
