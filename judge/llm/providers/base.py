@@ -12,10 +12,12 @@ from __future__ import annotations
 import functools
 import os
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from judge.decision import Usage
+from judge.errors import HookError
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
@@ -130,6 +132,11 @@ def transient_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def token_count(value: Any) -> int:
+    """A token count from a usage object: a positive int, else 0."""
+    return value if isinstance(value, int) and value > 0 else 0
+
+
 def error_message(exc: Any) -> str:
     """The server's error message from an SDK status error (short)."""
     body = getattr(exc, "body", None)
@@ -157,3 +164,118 @@ def shared_ssl_context() -> ssl.SSLContext:
         except ImportError:
             pass
     return ssl.create_default_context(cafile=cafile, capath=capath)
+
+
+def api_settings(env: Mapping[str, str], key_var: str, url_var: str, label: str) -> tuple[str, str | None]:
+    """``(api key, base URL or None)`` from the environment; HookError without a key."""
+    key = env.get(key_var)
+    if not key:
+        raise HookError(f"{key_var} is not set (needed for {label})")
+    return key, env.get(url_var) or None
+
+
+def sdk_client(client_class: Any, http_client_class: Any, api_key: str, base_url: str | None) -> Any:
+    """An async SDK client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
+    return client_class(
+        api_key=api_key,
+        base_url=base_url,
+        max_retries=0,
+        http_client=http_client_class(verify=shared_ssl_context()),
+    )
+
+
+class SDKProvider:
+    """What the SDK-backed providers share: settings, client, the request and its errors.
+
+    A subclass names its provider, environment variables, endpoint and structured-output
+    field, loads its SDK, builds the request body and reads the answer. ``client``
+    shares an existing SDK client (then :meth:`aclose` leaves it open); without it the
+    provider builds its own. The request goes through the SDK (auth, errors, timeouts);
+    the JSON answer is read as is, without building SDK models.
+    """
+
+    provider: ClassVar[str]
+    key_var: ClassVar[str]
+    url_var: ClassVar[str]
+    path: ClassVar[str]
+    structured_field: ClassVar[str]
+
+    def __init__(self, model: str, env: Mapping[str, str] | None = None, *, client: Any = None) -> None:
+        env = os.environ if env is None else env
+        self.model = model
+        self.label = f"{self.provider}:{model}"
+        key, self.base_url = api_settings(env, self.key_var, self.url_var, self.label)
+        self.sdk, self.sdk_error = self.load_sdk()
+        self._owns_client = client is None
+        self._client = self.new_client(key, self.base_url) if client is None else client
+        self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
+
+    @staticmethod
+    def load_sdk() -> tuple[Any, type[Exception]]:
+        """The SDK module and its base exception class."""
+        raise NotImplementedError
+
+    @staticmethod
+    def new_client(api_key: str, base_url: str | None) -> Any:
+        """A new SDK client for this provider."""
+        raise NotImplementedError
+
+    def body(self, messages: list[Message], tools: list[ToolSpec], tool_choice: ToolChoice) -> dict[str, Any]:
+        """The request body (with :attr:`structured_field` when :attr:`structured_output`)."""
+        raise NotImplementedError
+
+    def completion(self, data: object) -> Completion:
+        """The answer from a response body."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the SDK client's connections (unless the client is shared)."""
+        if self._owns_client:
+            await self._client.close()
+
+    async def complete(
+        self,
+        messages: list[Message],
+        tools: list[ToolSpec],
+        *,
+        tool_choice: ToolChoice = "auto",
+        timeout: float | None = None,
+    ) -> Completion:
+        body = self.body(messages, tools, tool_choice)
+        options: dict[str, Any] = {}
+        if timeout is not None:
+            options["timeout"] = max(0.01, timeout)
+        try:
+            data = await self._client.post(self.path, cast_to=object, body=body, options=options)
+        except self.sdk.APIStatusError as exc:
+            if exc.status_code == 400 and self.structured_output and self.structured_field in body:
+                # Older models and some compatible servers or gateways reject structured
+                # output: ask without it.
+                self.structured_output = False
+                return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
+            raise self._translate(exc) from None
+        except ValueError:  # a 200 whose body is not JSON (a proxy's page, a broken server)
+            raise TransientError(f"{self.label}: the response is not JSON") from None
+        except self.sdk.APITimeoutError:
+            raise TransientError(f"{self.label}: request timed out") from None
+        except self.sdk.APIConnectionError as exc:
+            raise TransientError(f"{self.label}: connection error: {exc}") from None
+        except self.sdk_error as exc:
+            raise HookError(f"{self.label}: {exc}") from None
+        return self.completion(data)
+
+    def _translate(self, exc: Any) -> Exception:
+        status: int = exc.status_code
+        detail = error_message(exc)
+        where = f" at {self.base_url}" if self.base_url else ""
+        if transient_status(status):
+            return TransientError(
+                f"{self.label}: HTTP {status}: {detail}", parse_retry_after(exc.response.headers)
+            )
+        if status == 404:
+            return HookError(f"unknown model {self.label}{where} (HTTP 404): {detail}")
+        if status in (401, 403):
+            return HookError(
+                f"{self.label}: authentication failed (HTTP {status}); check {self.key_var}: {detail}"
+            )
+        return HookError(f"{self.label}: request rejected (HTTP {status}): {detail}")

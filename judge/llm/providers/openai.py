@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from judge.decision import Usage
-from judge.errors import HookError
 from judge.llm.providers.base import (
     VERDICT_SCHEMA,
     Completion,
     Message,
+    SDKProvider,
     ToolCall,
     ToolChoice,
     ToolSpec,
     TransientError,
-    error_message,
-    parse_retry_after,
-    shared_ssl_context,
-    transient_status,
+    api_settings,
+    sdk_client,
+    token_count,
 )
 
 MAX_OUTPUT_TOKENS = 4096
@@ -58,10 +56,6 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
-
-
 def _parse_arguments(raw: str) -> dict[str, Any] | None:
     try:
         value = json.loads(raw or "{}")
@@ -74,55 +68,34 @@ def new_client(api_key: str, base_url: str | None) -> Any:
     """An ``AsyncOpenAI`` client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
     import openai
 
-    return openai.AsyncOpenAI(
-        api_key=api_key,
-        base_url=base_url,
-        max_retries=0,
-        http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
-    )
+    return sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, api_key, base_url)
 
 
 def client_settings(model: str, env: Mapping[str, str]) -> tuple[str, str | None]:
     """``(api key, base URL or None)`` from the environment; HookError without a key."""
-    key = env.get("OPENAI_API_KEY")
-    if not key:
-        raise HookError(f"OPENAI_API_KEY is not set (needed for openai:{model})")
-    return key, env.get("OPENAI_BASE_URL") or None
+    return api_settings(env, OpenAIProvider.key_var, OpenAIProvider.url_var, f"openai:{model}")
 
 
-class OpenAIProvider:
+class OpenAIProvider(SDKProvider):
     """Chat Completions through the official ``openai`` SDK (async, ``max_retries=0``).
 
-    ``client`` shares an existing SDK client (then :meth:`aclose` leaves it open);
-    without it the provider builds its own. The request goes through the SDK (auth,
-    errors, timeouts); the JSON answer is read as is, without building SDK models.
+    See :class:`~judge.llm.providers.base.SDKProvider` for ``client`` and the errors.
     """
 
-    def __init__(self, model: str, env: Mapping[str, str] | None = None, *, client: Any = None) -> None:
-        env = os.environ if env is None else env
-        key, self.base_url = client_settings(model, env)
+    provider = "openai"
+    key_var = "OPENAI_API_KEY"
+    url_var = "OPENAI_BASE_URL"
+    path = "/chat/completions"
+    structured_field = "response_format"
+    new_client = staticmethod(new_client)
+
+    @staticmethod
+    def load_sdk() -> tuple[Any, type[Exception]]:
         import openai
 
-        self._openai = openai
-        self.model = model
-        self.label = f"openai:{model}"
-        self._owns_client = client is None
-        self._client = new_client(key, self.base_url) if client is None else client
-        self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
+        return openai, openai.OpenAIError
 
-    async def aclose(self) -> None:
-        """Close the SDK client's connections (unless the client is shared)."""
-        if self._owns_client:
-            await self._client.close()
-
-    async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        *,
-        tool_choice: ToolChoice = "auto",
-        timeout: float | None = None,
-    ) -> Completion:
+    def body(self, messages: list[Message], tools: list[ToolSpec], tool_choice: ToolChoice) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [_to_wire(m) for m in messages],
@@ -147,28 +120,9 @@ class OpenAIProvider:
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
             }
-        options: dict[str, Any] = {}
-        if timeout is not None:
-            options["timeout"] = max(0.01, timeout)
-        try:
-            data = await self._client.post("/chat/completions", cast_to=object, body=kwargs, options=options)
-        except self._openai.APIStatusError as exc:
-            if exc.status_code == 400 and self.structured_output and "response_format" in kwargs:
-                # Some OpenAI-compatible servers reject structured output: ask without it.
-                self.structured_output = False
-                return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
-            raise self._translate(exc) from None
-        except ValueError:  # a 200 whose body is not JSON (a proxy's page, a broken server)
-            raise TransientError(f"{self.label}: the response is not JSON") from None
-        except self._openai.APITimeoutError:
-            raise TransientError(f"{self.label}: request timed out") from None
-        except self._openai.APIConnectionError as exc:
-            raise TransientError(f"{self.label}: connection error: {exc}") from None
-        except self._openai.OpenAIError as exc:
-            raise HookError(f"{self.label}: {exc}") from None
-        return self._completion(data)
+        return kwargs
 
-    def _completion(self, data: object) -> Completion:
+    def completion(self, data: object) -> Completion:
         """The answer from a Chat Completions response body."""
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -194,23 +148,7 @@ class OpenAIProvider:
         counts = data.get("usage") if isinstance(data, dict) else None
         if isinstance(counts, dict):
             usage = Usage(
-                inputTokens=_count(counts.get("prompt_tokens")),
-                outputTokens=_count(counts.get("completion_tokens")),
+                inputTokens=token_count(counts.get("prompt_tokens")),
+                outputTokens=token_count(counts.get("completion_tokens")),
             )
         return Completion(text=_text(message.get("content")), tool_calls=tuple(calls), usage=usage)
-
-    def _translate(self, exc: Any) -> Exception:
-        status: int = exc.status_code
-        detail = error_message(exc)
-        where = f" at {self.base_url}" if self.base_url else ""
-        if transient_status(status):
-            return TransientError(
-                f"{self.label}: HTTP {status}: {detail}", parse_retry_after(exc.response.headers)
-            )
-        if status == 404:
-            return HookError(f"unknown model {self.label}{where} (HTTP 404): {detail}")
-        if status in (401, 403):
-            return HookError(
-                f"{self.label}: authentication failed (HTTP {status}); check OPENAI_API_KEY: {detail}"
-            )
-        return HookError(f"{self.label}: request rejected (HTTP {status}): {detail}")
