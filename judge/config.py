@@ -498,6 +498,25 @@ def duplicate_key_problems(node: yaml.Node) -> list[str]:
     return problems
 
 
+def parse_yaml(text: str, loader_class: type[yaml.SafeLoader] = yaml.SafeLoader) -> tuple[Any, list[str]]:
+    """The single YAML document of ``text`` and its duplicate-key problems.
+
+    With duplicate keys the document is not built: ``(None, problems)``. Malformed YAML
+    raises :class:`yaml.YAMLError`, a document nested too deeply :class:`RecursionError`.
+    """
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, []
+        duplicates = duplicate_key_problems(node)
+        if duplicates:
+            return None, duplicates
+        return loader.construct_document(node), []
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -550,21 +569,15 @@ def parse_document(text: str, source: str = "<config>") -> Any:
         if duplicates:
             raise ConfigError(duplicates, source)
         return data
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        duplicates = duplicate_key_problems(node)
-        if duplicates:
-            raise ConfigError(duplicates, source)
-        return loader.construct_document(node)
+        data, duplicates = parse_yaml(text)
     except yaml.YAMLError as exc:
         raise ConfigError([_yaml_problem(exc)], source) from None
     except RecursionError:
         raise ConfigError(["malformed YAML: nested too deeply"], source) from None
-    finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+    if duplicates:
+        raise ConfigError(duplicates, source)
+    return data
 
 
 def load_config(path: str | Path) -> Config:

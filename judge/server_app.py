@@ -56,8 +56,8 @@ from judge.config import (
     STOP_EVENTS,
     Config,
     CustomAgent,
-    duplicate_key_problems,
     load_config,
+    parse_yaml,
     validate_custom_agent,
 )
 from judge.context import parse_context
@@ -231,13 +231,8 @@ def parse_yaml_bytes(body: bytes) -> Any:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
-    loader = _NoAliasLoader(text)
     try:
-        node = loader.get_single_node()
-        duplicates = duplicate_key_problems(node) if node is not None else []
-        if duplicates:
-            raise ApiError(400, "; ".join(duplicates))
-        data = loader.construct_document(node) if node is not None else None
+        data, duplicates = parse_yaml(text, _NoAliasLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -245,8 +240,8 @@ def parse_yaml_bytes(body: bytes) -> Any:
         raise ApiError(400, f"malformed YAML{where}: {problem}") from None
     except RecursionError:
         raise ApiError(400, f"body is nested deeper than {MAX_DEPTH} levels") from None
-    finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+    if duplicates:
+        raise ApiError(400, "; ".join(duplicates))
     check_tree(data)
     return data
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judge.config import EVENTS, Config, duplicate_key_problems, load_config
+from judge.config import EVENTS, Config, load_config, parse_yaml
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, JudgeError
 
@@ -131,23 +131,17 @@ def _unique_object(pairs: list[tuple[str, Any]], duplicates: list[str]) -> dict[
 
 def _load_suite_yaml(text: str, src: str) -> Any:
     """The suite document; duplicate keys and malformed YAML raise a located :class:`SuiteError`."""
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        duplicates = duplicate_key_problems(node)
-        if duplicates:
-            raise SuiteError([f"{src}: {problem}" for problem in duplicates])
-        return loader.construct_document(node)
+        data, duplicates = parse_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         raise SuiteError([f"{src}{line}: malformed YAML: {getattr(exc, 'problem', None) or exc}"]) from None
     except RecursionError:
         raise SuiteError([f"{src}: malformed YAML: nested too deeply"]) from None
-    finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+    if duplicates:
+        raise SuiteError([f"{src}: {problem}" for problem in duplicates])
+    return data
 
 
 def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[list[Case], list[str]]:
