@@ -61,6 +61,12 @@ def _dumps(context: dict[str, Any]) -> str:
     return json.dumps(context, ensure_ascii=False)
 
 
+def _last_additional_context(outcomes: list[HookOutcome]) -> str | None:
+    """The additionalContext of the last hook that gave one (later hooks win)."""
+    extra = [o.additional_context for o in outcomes if o.additional_context is not None]
+    return extra[-1] if extra else None
+
+
 class Engine:
     """Evaluates the hooks of one configuration.
 
@@ -278,12 +284,11 @@ class Engine:
         for lvl, i, h in hooks:
             outcomes.append(await self.run_hook("PostToolUse", lvl, i, h, ctx, path, repeat))
         blocking = [o for o in outcomes if o.decision == "block"]
-        extra = [o.additional_context for o in outcomes if o.additional_context is not None]
         return Decision(
             event="PostToolUse",
             decision="block" if blocking else "allow",
             reason="\n".join(o.reason or DEFAULT_POST_BLOCK_REASON for o in blocking) or None,
-            additional_context=extra[-1] if extra else None,
+            additional_context=_last_additional_context(outcomes),
             hooks=outcomes,
         )
 
@@ -311,11 +316,10 @@ class Engine:
             if outcome.updated_input is not None:
                 updated = outcome.updated_input
                 current = {**current, "tool_input": updated}
-        extra = [o.additional_context for o in outcomes if o.additional_context is not None]
         return Decision(
             event="PreToolUse",
             decision="allow",
             updatedInput=updated,
-            additional_context=extra[-1] if extra else None,
+            additional_context=_last_additional_context(outcomes),
             hooks=outcomes,
         )
