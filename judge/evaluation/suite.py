@@ -189,16 +189,21 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
     return cases, problems
 
 
+def _read_text(path: Path, not_found: str) -> str:
+    """The UTF-8 text of ``path``; :class:`SuiteError` with ``not_found`` or why it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SuiteError([not_found]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError([f"{path}: cannot read: {exc}"]) from None
+
+
 def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite, its hook config and its cases; raise :class:`SuiteError`."""
     suite_path = Path(path)
     src = str(suite_path)
-    try:
-        text = suite_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError([f"{src}: suite file not found"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError([f"{src}: cannot read: {exc}"]) from None
+    text = _read_text(suite_path, f"{src}: suite file not found")
     data = _load_suite_yaml(text, src)
     if not isinstance(data, dict):
         raise SuiteError([f"{src}: a suite must be a mapping with config, event and cases"])
@@ -213,12 +218,7 @@ def load_suite(path: str | Path) -> Suite:
         where = exc.source or doc.config
         raise SuiteError([f"{where}: {p}" for p in exc.problems]) from None
     cases_path = resolve_path(base_dir, doc.cases)
-    try:
-        cases_text = cases_path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SuiteError([f"{src}: cases file not found: {cases_path}"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError([f"{cases_path}: cannot read: {exc}"]) from None
+    cases_text = _read_text(cases_path, f"{src}: cases file not found: {cases_path}")
     cases, problems = parse_cases(cases_text, str(cases_path), doc.event, base_dir)
     if problems:
         raise SuiteError(problems)
