@@ -193,14 +193,19 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
-def parse_json_bytes(body: bytes) -> Any:
-    """Parse and check a JSON body; ApiError(400) on anything malformed."""
+def _body_text(body: bytes, expected: str) -> str:
+    """A request body as text; ApiError(400) when it is empty or not UTF-8."""
     if not body.strip():
-        raise ApiError(400, "empty body: expected a JSON object")
+        raise ApiError(400, f"empty body: expected {expected}")
     try:
-        text = body.decode("utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ApiError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
+
+
+def parse_json_bytes(body: bytes) -> Any:
+    """Parse and check a JSON body; ApiError(400) on anything malformed."""
+    text = _body_text(body, "a JSON object")
     try:
         data = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
@@ -225,12 +230,7 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 def parse_yaml_bytes(body: bytes) -> Any:
     """Parse and check a YAML body; ApiError(400) on anything malformed."""
-    if not body.strip():
-        raise ApiError(400, "empty body: expected a YAML document")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ApiError(400, f"body is not valid UTF-8 (byte {exc.start})") from None
+    text = _body_text(body, "a YAML document")
     try:
         data, duplicates = parse_yaml(text, _NoAliasLoader)
     except yaml.YAMLError as exc:
