@@ -154,3 +154,26 @@ def test_server_sockets_are_tcp_nodelay(server):
     sock = server._socket
     assert sock is not None and sock.proto == socket.IPPROTO_TCP
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_both_http_transports_judge_and_retry(server, fmt, transport, monkeypatch):
+    from judge.llm.providers.base import http_transport
+    from judge.testing import fail
+
+    monkeypatch.setenv("JUDGE_HTTP_TRANSPORT", transport)
+    assert http_transport() == transport
+    env = server.env(fmt)
+
+    async def run() -> tuple[object, bool, str | None]:
+        client = await client_of(fmt, env)
+        server.push(fail(429, retry_after=0), verdict(False, "add the tests"))
+        verdict_ = await LLMJudge(env=env).evaluate(request())
+        return client, verdict_.ok, verdict_.reason
+
+    client, ok, reason = asyncio.run(run())
+    http_class = type(client._client).__name__  # type: ignore[attr-defined]
+    assert ("aiohttp" in http_class.lower()) == (transport == "aiohttp")
+    assert (ok, reason) == (False, "add the tests")
+    assert len(server.requests) == 2  # the 429, then the verdict

@@ -66,7 +66,7 @@ def new_client(api_key: str, base_url: str | None) -> Any:
     """An ``AsyncAnthropic`` client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
     import anthropic
 
-    return sdk_client(anthropic.AsyncAnthropic, anthropic.DefaultAsyncHttpxClient, api_key, base_url)
+    return sdk_client(anthropic, anthropic.AsyncAnthropic, api_key, base_url)
 
 
 def client_settings(model: str, env: Mapping[str, str]) -> tuple[str, str | None]:

@@ -10,6 +10,7 @@ key, unknown model, rejected request). Retrying is :mod:`judge.llm.retry`'s job.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import ssl
 from collections.abc import Mapping
@@ -174,8 +175,26 @@ def api_settings(env: Mapping[str, str], key_var: str, url_var: str, label: str)
     return key, env.get(url_var) or None
 
 
-def sdk_client(client_class: Any, http_client_class: Any, api_key: str, base_url: str | None) -> Any:
+@functools.cache
+def _aiohttp_installed() -> bool:
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def http_transport(env: Mapping[str, str] | None = None) -> str:
+    """The SDKs' HTTP transport: ``aiohttp`` when installed (the SDKs' own option for
+    high concurrency; about half the CPU per call of the default), else ``httpx``.
+    ``JUDGE_HTTP_TRANSPORT=httpx`` forces the default transport."""
+    env = os.environ if env is None else env
+    if env.get("JUDGE_HTTP_TRANSPORT", "").strip().lower() == "httpx" or not _aiohttp_installed():
+        return "httpx"
+    return "aiohttp"
+
+
+def sdk_client(sdk: Any, client_class: Any, api_key: str, base_url: str | None) -> Any:
     """An async SDK client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
+    http_client_class = sdk.DefaultAsyncHttpxClient
+    if http_transport() == "aiohttp":
+        http_client_class = getattr(sdk, "DefaultAioHttpClient", http_client_class)
     return client_class(
         api_key=api_key,
         base_url=base_url,

@@ -68,7 +68,7 @@ def new_client(api_key: str, base_url: str | None) -> Any:
     """An ``AsyncOpenAI`` client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
     import openai
 
-    return sdk_client(openai.AsyncOpenAI, openai.DefaultAsyncHttpxClient, api_key, base_url)
+    return sdk_client(openai, openai.AsyncOpenAI, api_key, base_url)
 
 
 def client_settings(model: str, env: Mapping[str, str]) -> tuple[str, str | None]:
