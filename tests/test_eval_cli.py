@@ -215,6 +215,12 @@ def test_killed_run_resumed_gives_the_identical_report(tmp_path: Path) -> None:
     assert resumed_report["n"] == 60
     order = [json.loads(line)["id"] for line in (killed / "results.jsonl").read_text().splitlines()]
     assert sorted(order) == [f"c{i:03d}" for i in range(60)]
+    # run.json describes each run itself: the resumed one judged only what was missing.
+    resumed_run = json.loads((killed / "run.json").read_text())
+    straight_run = json.loads((straight / "run.json").read_text())
+    assert (resumed_run["judgements"], resumed_run["resumed"]) == (60 - len(kept), True)
+    assert (straight_run["judgements"], straight_run["resumed"]) == (60, False)
+    assert straight_run["judgingSeconds"] > 0 and straight_run["judgementsPerSecond"] > 0
 
 
 def test_interrupt_keeps_results_and_says_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,9 +14,11 @@ import json
 import math
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from judge.audit import now_iso
 from judge.decision import PromptJudge
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.junit import write_junit
@@ -120,6 +122,23 @@ def _summary(report: dict[str, Any], out: Path) -> str:
     return "\n".join(lines)
 
 
+def write_run_info(
+    out: Path, started_at: str, judging_seconds: float, judgements: int, concurrency: int, resumed: bool
+) -> dict[str, Any]:
+    """Write ``DIR/run.json``: how this run went (timing is not part of report.json, which
+    must be identical for a resumed and an uninterrupted run)."""
+    run = {
+        "startedAt": started_at,
+        "judgements": judgements,
+        "judgingSeconds": round(judging_seconds, 3),
+        "judgementsPerSecond": round(judgements / judging_seconds, 2) if judging_seconds > 0 else 0.0,
+        "concurrency": concurrency,
+        "resumed": bool(resumed),
+    }
+    (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
+    return run
+
+
 def _num(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
@@ -169,6 +188,8 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     writer = ResultsWriter(results_path, truncate=not args.resume)
     progress = make_progress(quiet=quiet)
     interrupted = False
+    started_at = now_iso()
+    started = time.perf_counter()
     try:
         asyncio.run(
             run_cases(
@@ -188,6 +209,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        judging_seconds = time.perf_counter() - started
         writer.close()
         if cache is not None:
             cache.close()
@@ -206,8 +228,13 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         _err(f"judge eval: {missing} result(s) missing from {results_path}; run again with --resume")
         return 2
     report = write_reports(suite, results, out)
+    run = write_run_info(out, started_at, judging_seconds, len(results) - len(skip), concurrency, args.resume)
     if not quiet:
         print(_summary(report, out))
+        print(
+            f"  judged {run['judgements']} in {run['judgingSeconds']:.2f} s "
+            f"({run['judgementsPerSecond']:.1f}/s at concurrency {concurrency})"
+        )
     failed = check_bounds(report, bounds)
     for message in failed:
         _err(f"FAIL --fail-under: {message}")
