@@ -29,14 +29,12 @@ import logging
 import math
 import os
 import re
-import sqlite3
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -382,43 +380,6 @@ def write_private(text: str) -> Path:
 # State: one SQLite connection per thread; Stop rounds of a session one at a time
 
 
-class ServiceStore(Store):
-    """The state database with one long-lived connection per executor thread.
-
-    :class:`Store` opens a connection per call (about 1 ms of CPU each: open, WAL
-    mapping, pragmas), three or four per Stop request. The service's threads keep
-    theirs; every call still runs in autocommit or its own ``BEGIN IMMEDIATE``
-    transaction, so other workers and processes see each write at once.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
-        self._opened_lock = threading.Lock()
-        super().__init__(path)
-
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None:
-            # check_same_thread=False only so close() can run on another thread at shutdown.
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._local.db = db
-            with self._opened_lock:
-                self._opened.append(db)
-        yield db
-
-    def close(self) -> None:
-        """Close every thread's connection (at shutdown, once no request runs)."""
-        with self._opened_lock:
-            opened, self._opened = self._opened, []
-        for db in opened:
-            db.close()
-        self._local = threading.local()
-
-
 class SessionLocks:
     """Stop rounds of one session, one at a time, in this process and across workers.
 
@@ -492,7 +453,7 @@ class Service:
 
     def __init__(self, settings: ServerSettings, judge: PromptJudge | None = None) -> None:
         self.settings = settings
-        self.store = ServiceStore(settings.data_dir / STATE_DB)
+        self.store = Store(settings.data_dir / STATE_DB)
         self.audit = AuditLog(settings.data_dir)
         self.judge: PromptJudge = judge if judge is not None else default_judge()
         root = settings.transcripts_dir
