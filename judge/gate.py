@@ -14,6 +14,7 @@ from typing import Any
 
 from judge.audit import AuditLog
 from judge.config import STOP_EVENTS
+from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError
@@ -44,8 +45,9 @@ class Gate:
         stored = 0
         if stop and self.store is not None and sid:
             stored = await asyncio.to_thread(self.store.rejection_count, sid)
-            given = context.get("stop_rejection_count")
-            given_count = given if isinstance(given, int) and not isinstance(given, bool) else 0
+            # Validated as the engine would (a malformed count is an error, not a 0).
+            parsed = parse_context(event, context)
+            given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
             count = max(stored, given_count)
             context = {**context, "stop_rejection_count": count, "stop_hook_active": count > 0}
         decision = await self.engine.evaluate(event, context, transcript)

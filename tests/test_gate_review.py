@@ -1,0 +1,46 @@
+"""Regression tests for the gate's Stop rules across calls (counts, keys, validation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.config import config_from_data
+from judge.decision import PromptRequest, PromptVerdict
+from judge.engine import Engine
+from judge.errors import ContextError
+from judge.gate import Gate
+from judge.state import Store
+
+
+class Rejecter:
+    """Rejects every final answer that contains "todo"; approves the rest."""
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        if "todo" in str(request.context.get("final_output", "")):
+            return PromptVerdict(ok=False, reason="unfinished", model="scripted")
+        return PromptVerdict(ok=True, model="scripted")
+
+
+def stop_gate(tmp_path: Path, max_rejections: int = 5) -> Gate:
+    hook = {"type": "prompt", "prompt": "judge", "maxRejections": max_rejections}
+    config = config_from_data({"hooks": {"Stop": [hook], "SubagentStop": [hook]}})
+    return Gate(Engine(config, judge=Rejecter()), store=Store(tmp_path / "state.db"))
+
+
+@pytest.mark.parametrize("bad", ["abc", -3, True, 2.5])
+async def test_malformed_count_is_refused_with_a_store_as_without(tmp_path: Path, bad: Any) -> None:
+    context = {"final_output": "todo", "stop_rejection_count": bad}
+    with pytest.raises(ContextError, match="stop_rejection_count"):
+        await Gate(stop_gate(tmp_path).engine).decide("Stop", context, session_id="s")
+    with pytest.raises(ContextError, match="stop_rejection_count"):
+        await stop_gate(tmp_path).decide("Stop", context, session_id="s")
+
+
+async def test_numeric_string_count_is_honoured_with_a_store(tmp_path: Path) -> None:
+    context = {"final_output": "todo", "stop_rejection_count": "2"}
+    without = await Gate(stop_gate(tmp_path).engine).decide("Stop", context, session_id="s")
+    with_store = await stop_gate(tmp_path).decide("Stop", context, session_id="s")
+    assert without.rejection_count == with_store.rejection_count == 3
