@@ -21,6 +21,15 @@ from judge.errors import ContextError
 from judge.state import Store
 
 
+def count_key(event: str, session_id: str) -> str:
+    """Where a session's rejection count for ``event`` is kept in the store.
+
+    A SubagentStop loop is not the session's Stop loop: an allowed subagent stop must not
+    reset the main agent's count (nor share it).
+    """
+    return session_id if event == "Stop" else f"{session_id}:{event}"
+
+
 class Gate:
     """Engine + optional :class:`Store` (rejection counts) + optional :class:`AuditLog`."""
 
@@ -43,8 +52,9 @@ class Gate:
         sid = str(sid) if sid is not None else None
         stop = event in STOP_EVENTS
         stored = 0
+        key = count_key(event, sid) if sid else ""
         if stop and self.store is not None and sid:
-            stored = await asyncio.to_thread(self.store.rejection_count, sid)
+            stored = await asyncio.to_thread(self.store.rejection_count, key)
             # Validated as the engine would (a malformed count is an error, not a 0).
             parsed = parse_context(event, context)
             given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
@@ -57,10 +67,10 @@ class Gate:
                 # session are never lost.
                 delta = decision.rejection_count - stored
                 if delta:
-                    await asyncio.to_thread(self.store.increment_rejection_count, sid, delta)
+                    await asyncio.to_thread(self.store.increment_rejection_count, key, delta)
             else:
                 # The agent stops (normally or forced): the next Stop starts a new loop.
-                await asyncio.to_thread(self.store.reset, sid)
+                await asyncio.to_thread(self.store.reset, key)
         if self.audit is not None:
             logged = {**context, "session_id": sid} if sid else context
             await asyncio.to_thread(self.audit.record, event, logged, decision)

@@ -44,3 +44,57 @@ async def test_numeric_string_count_is_honoured_with_a_store(tmp_path: Path) -> 
     without = await Gate(stop_gate(tmp_path).engine).decide("Stop", context, session_id="s")
     with_store = await stop_gate(tmp_path).decide("Stop", context, session_id="s")
     assert without.rejection_count == with_store.rejection_count == 3
+
+
+async def test_subagent_stops_do_not_reset_the_sessions_stop_loop(tmp_path: Path) -> None:
+    gate = stop_gate(tmp_path, max_rejections=3)
+    forced = []
+    for _ in range(3):
+        main = await gate.decide("Stop", {"final_output": "todo"}, session_id="s")
+        forced.append(main.forced_stop)
+        # A subagent of the same session finishes between the main agent's stops.
+        sub = await gate.decide("SubagentStop", {"final_output": "done"}, session_id="s")
+        assert sub.decision == "allow" and not sub.forced_stop
+    assert forced == [False, False, True]
+
+
+async def test_a_subagent_loop_has_its_own_count(tmp_path: Path) -> None:
+    gate = stop_gate(tmp_path, max_rejections=3)
+    await gate.decide("Stop", {"final_output": "todo"}, session_id="s")
+    sub = await gate.decide("SubagentStop", {"final_output": "todo"}, session_id="s")
+    assert (sub.decision, sub.rejection_count) == ("block", 1)
+    main = await gate.decide("Stop", {"final_output": "todo"}, session_id="s")
+    assert (main.decision, main.rejection_count) == ("block", 2)
+
+
+async def test_claude_code_fresh_subagent_stop_starts_a_new_loop(tmp_path: Path) -> None:
+    from judge.integrations.claude_code import ClaudeCodeInput, handle
+
+    hook = {"type": "prompt", "prompt": "judge", "maxRejections": 3}
+    config = config_from_data({"hooks": {"SubagentStop": [hook]}})
+    state = tmp_path / "state.db"
+
+    def sub(active: bool) -> ClaudeCodeInput:
+        return ClaudeCodeInput(
+            hook_event_name="SubagentStop",
+            session_id="s",
+            agent_id="a1",
+            stop_hook_active=active,
+            last_assistant_message="todo",
+        )
+
+    outputs = [await handle(sub(active), config, state, judge=Rejecter()) for active in (False, True)]
+    assert all(o is not None and o.get("decision") == "block" for o in outputs)
+    # stop_hook_active false: a fresh stop, so this is the first rejection, not the forced third.
+    fresh = await handle(sub(False), config, state, judge=Rejecter())
+    assert fresh == {"decision": "block", "reason": "unfinished"}
+
+
+async def test_stop_gate_reads_the_subagent_count_back_from_the_store(tmp_path: Path) -> None:
+    from judge.integrations.stop_gate import StopGate
+
+    gate = stop_gate(tmp_path)
+    first = StopGate(gate, event="SubagentStop")
+    assert not (await first.check("todo")).stop
+    restarted = StopGate(gate.engine, store=gate.store, event="SubagentStop")
+    assert restarted.rejection_count() == 1

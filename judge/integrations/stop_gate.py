@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from judge.decision import Decision
 from judge.engine import Engine
-from judge.gate import Gate
+from judge.gate import Gate, count_key
 from judge.integrations.dispatcher import HookContext, run_sync
 from judge.state import Store
 
@@ -198,7 +198,8 @@ class StopGate:
         """Rejections so far in the current loop of ``session_id``."""
         sid = self._sid(session_id)
         if self.gate.store is not None:
-            return max(self._counts.get(sid, 0), self.gate.store.rejection_count(sid))
+            stored = self.gate.store.rejection_count(count_key(self.event, sid))
+            return max(self._counts.get(sid, 0), stored)
         return self._counts.get(sid, 0)
 
     def _sid(self, session_id: str | None) -> str:
