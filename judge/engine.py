@@ -224,7 +224,7 @@ class Engine:
         Raises :class:`judge.errors.ContextError` for a malformed context.
         """
         ctx = context_json(parse_context(event, context))
-        if ctx.get("execution_summary") is None and transcript is not None:
+        if not ctx.get("execution_summary") and transcript is not None:
             ctx["execution_summary"] = str(transcript)
         path = Path(ctx["execution_summary"]) if ctx.get("execution_summary") else None
         hooks = self.selected_hooks(event, ctx)

@@ -98,3 +98,19 @@ async def test_stop_gate_reads_the_subagent_count_back_from_the_store(tmp_path: 
     assert not (await first.check("todo")).stop
     restarted = StopGate(gate.engine, store=gate.store, event="SubagentStop")
     assert restarted.rejection_count() == 1
+
+
+async def test_transcript_is_used_when_execution_summary_is_empty(tmp_path: Path) -> None:
+    seen: list[Path | None] = []
+
+    class Recorder:
+        async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+            seen.append(request.transcript_path)
+            return PromptVerdict(ok=True)
+
+    transcript = tmp_path / "t.txt"
+    transcript.write_text("USER: hi\n", encoding="utf-8")
+    config = config_from_data({"hooks": {"Stop": [{"type": "prompt", "prompt": "judge"}]}})
+    engine = Engine(config, judge=Recorder())
+    await engine.evaluate("Stop", {"final_output": "x", "execution_summary": ""}, transcript)
+    assert seen == [transcript]
