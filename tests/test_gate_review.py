@@ -114,3 +114,13 @@ async def test_transcript_is_used_when_execution_summary_is_empty(tmp_path: Path
     engine = Engine(config, judge=Recorder())
     await engine.evaluate("Stop", {"final_output": "x", "execution_summary": ""}, transcript)
     assert seen == [transcript]
+
+
+def test_claude_code_transcript_line_with_a_non_string_type_is_skipped() -> None:
+    from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+
+    renderer = ClaudeCodeRenderer()
+    for odd in ('{"type": ["user"]}', '{"type": {"k": 1}}'):
+        assert renderer.feed(odd) == []
+    line = '{"type": "user", "message": {"role": "user", "content": "hello"}}'
+    assert any("hello" in out for out in renderer.feed(line))

@@ -120,7 +120,7 @@ class ClaudeCodeRenderer:
 
     def _render(self, obj: dict[str, Any]) -> list[str]:
         kind = obj.get("type")
-        if kind in _SKIPPED_TYPES:
+        if not isinstance(kind, str) or kind in _SKIPPED_TYPES:
             return []
         prefix = ""
         if obj.get("isSidechain"):
