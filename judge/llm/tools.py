@@ -51,6 +51,9 @@ MAX_MATCH_LINE_CHARS = 400
 MAX_OUTPUT_CHARS = 24_000
 MAX_RESULTS_CAP = 200
 GREP_SECONDS = 2.0
+#: Longest GrepSearch query: the regex engine's per-search set-up grows with the cube of
+#: a long literal's length and does not honour its time limit, so longer ones are refused.
+MAX_QUERY_CHARS = 500
 
 #: UTF-8 continuation bytes: deleting them leaves one byte per character.
 _CONTINUATION = bytes(range(0x80, 0xC0))
@@ -384,6 +387,8 @@ class TranscriptTools:
         """
         if not isinstance(query, str) or not query:
             return "Error: query must be a non-empty string."
+        if len(query) > MAX_QUERY_CHARS:
+            return f"Error: query is {len(query)} characters long; at most {MAX_QUERY_CHARS} are allowed."
         try:
             limit = max(1, min(int(maxResults), MAX_RESULTS_CAP))
         except (TypeError, ValueError):
@@ -394,6 +399,8 @@ class TranscriptTools:
                 pattern = regex.compile(query, regex.IGNORECASE | regex.MULTILINE | regex.VERSION0)
             except (regex.error, re.error, ValueError, OverflowError) as exc:
                 return f"Error: invalid regular expression {query!r}: {exc}"
+            except RecursionError:
+                return f"Error: invalid regular expression {query!r}: nested too deeply"
         elif "\n" in query:
             return f"No lines match {query!r}."
         elif query.isascii():  # the fast path: search the raw bytes
