@@ -69,6 +69,10 @@ from judge.state import Store
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
 #: Deepest JSON/YAML nesting accepted in a request body.
 MAX_DEPTH = 64
+#: YAML body limit: the pure-Python parser takes about 15 s of CPU per MiB of short items.
+MAX_YAML_BODY = 256 * 1024
+#: Longest integer accepted in a YAML body (Python's own limit for decimal strings).
+MAX_INT_CHARS = 4300
 #: Name of the state database inside the data dir.
 STATE_DB = "state.sqlite3"
 #: Environment variable holding the bearer token; unset or empty means no auth.
@@ -217,13 +221,33 @@ def parse_json_bytes(body: bytes) -> Any:
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """Safe YAML without anchors/aliases (no "billion laughs" expansion)."""
+    """Safe YAML without anchors/aliases (no "billion laughs" expansion), nesting refused
+    past :data:`MAX_DEPTH` while composing, and integers of at most :data:`MAX_INT_CHARS`
+    characters (a long base-60 ``1:2:3...`` integer costs quadratic time to build)."""
+
+    depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()  # type: ignore[no-untyped-call]
             raise yaml.composer.ComposerError(None, None, "YAML aliases are not accepted", event.start_mark)
-        return super().compose_node(parent, index)
+        if self.depth >= MAX_DEPTH:
+            raise RecursionError
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(str(node.value)) > MAX_INT_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"integer longer than {MAX_INT_CHARS} characters", node.start_mark
+            )
+        return super().construct_yaml_int(node)  # type: ignore[no-untyped-call,no-any-return]
+
+
+_NoAliasLoader.add_constructor("tag:yaml.org,2002:int", _NoAliasLoader.construct_yaml_int)
 
 
 def parse_yaml_bytes(body: bytes) -> Any:
@@ -236,6 +260,8 @@ def parse_yaml_bytes(body: bytes) -> Any:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ApiError(400, f"malformed YAML{where}: {problem}") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a scalar its tag cannot build (2001-13-45)
+        raise ApiError(400, f"malformed YAML: {exc}") from None
     except RecursionError:
         raise ApiError(400, f"body is nested deeper than {MAX_DEPTH} levels") from None
     if duplicates:
@@ -267,7 +293,7 @@ async def read_document(request: Request, limit: int, yaml_ok: bool = False) -> 
     if media and not (media in JSON_TYPES or media.endswith("+json") or (yaml_ok and is_yaml)):
         accepted = "application/json" + (" or application/yaml" if yaml_ok else "")
         raise ApiError(415, f"unsupported Content-Type {media!r}; send {accepted}")
-    body = await read_body(request, limit)
+    body = await read_body(request, min(limit, MAX_YAML_BODY) if is_yaml else limit)
     parse = parse_yaml_bytes if is_yaml else parse_json_bytes
     if len(body) > _PARSE_IN_THREAD:
         return await asyncio.to_thread(parse, body)
@@ -359,7 +385,11 @@ def confine_path(raw: Any, root: Path | None) -> str:
         raise ApiError(400, f"execution_summary: cannot resolve path: {exc}") from None
     if not resolved.is_relative_to(root):
         raise ApiError(400, "execution_summary: path is outside the transcripts dir")
-    if not resolved.is_file():
+    try:
+        is_file = resolved.is_file()
+    except OSError as exc:  # e.g. a name too long
+        raise ApiError(400, f"execution_summary: cannot use path: {exc.strerror or exc}") from None
+    if not is_file:
         raise ApiError(400, "execution_summary: no such transcript file in the transcripts dir")
     return str(resolved)
 

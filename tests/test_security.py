@@ -40,3 +40,91 @@ def test_grep_deeply_nested_regex_is_an_error_text(tools, monkeypatch):
     monkeypatch.setattr(tools_module, "MAX_QUERY_CHARS", 10_000)
     out = tools.call("GrepSearch", {"query": "(?:" * 400 + "a" + ")" * 400, "isRegexp": True})
     assert out.startswith("Error: invalid regular expression") and "nested too deeply" in out
+
+
+# ---------------------------------------------------------------------------
+# The service: hostile bodies and paths are 4xx, never a 500 or a hang
+
+
+def _service(tmp_path, transcripts_dir=None):
+    from judge.config import config_from_data
+    from judge.server_app import ServerSettings, create_app
+
+    config = config_from_data({"hooks": {"Stop": [{"type": "command", "command": "cat >/dev/null"}]}})
+    settings = ServerSettings(config=config, data_dir=tmp_path / "data", transcripts_dir=transcripts_dir)
+    return create_app(settings)
+
+
+async def _call(app, method, path, body, content_type="application/json"):
+    """One request straight through the ASGI app: (status, JSON body)."""
+    import json
+
+    messages = [{"type": "http.request", "body": body, "more_body": False}]
+    sent: list[dict] = []
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "headers": [(b"content-type", content_type.encode())],
+        "query_string": b"",
+        "client": ("127.0.0.1", 1),
+    }
+    await app(scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(data)
+
+
+@pytest.mark.parametrize("path", ["a" * 5000, "a/" * 3000 + "x", ".." * 200])
+async def test_execution_summary_with_a_too_long_name_is_a_400(tmp_path, path):
+    import json
+
+    transcripts = tmp_path / "t"
+    transcripts.mkdir()
+    app = _service(tmp_path, transcripts)
+    body = {"hook_event_name": "Stop", "final_output": "x", "execution_summary": path}
+    status, data = await _call(app, "POST", "/api/v2/hooks/Stop", json.dumps(body).encode())
+    assert status == 400 and data["error"].startswith("execution_summary:")
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (b"name: a\nproperties: 2001-13-45\n", "month must be in 1..12"),
+        (b"name: a\nproperties: !!float 'abc'\n", "could not convert"),
+        (b"name: a\nproperties: " + b"1" * 5000 + b"\n", "integer longer than"),
+    ],
+)
+async def test_yaml_scalars_that_cannot_be_built_are_a_400(tmp_path, body, problem):
+    app = _service(tmp_path)
+    status, data = await _call(app, "PUT", "/api/v2/extendedAgent/agents/a", body, "application/yaml")
+    assert status == 400 and problem in data["error"]
+
+
+@pytest.mark.timeout(20)
+async def test_yaml_base60_integer_is_refused_quickly(tmp_path):
+    # A base-60 integer costs quadratic time to build: 200,000 parts took about a minute.
+    app = _service(tmp_path)
+    body = b"name: a\nproperties: 1" + b":1" * 100_000 + b"\n"
+    began = time.monotonic()
+    status, data = await _call(app, "PUT", "/api/v2/extendedAgent/agents/a", body, "application/yaml")
+    assert time.monotonic() - began < 3
+    assert status == 400 and "integer longer than" in data["error"]
+
+
+async def test_yaml_bodies_have_their_own_size_limit(tmp_path):
+    from judge.server_app import MAX_YAML_BODY
+
+    # Pure-Python YAML parses about 60k short items per second: a 10 MiB body of them held
+    # a worker for minutes. JSON bodies keep the service's larger limit.
+    app = _service(tmp_path)
+    body = b"name: a\nproperties:\n  x:\n" + b"  - 1\n" * (MAX_YAML_BODY // 6 + 10)
+    status, data = await _call(app, "PUT", "/api/v2/extendedAgent/agents/a", body, "application/yaml")
+    assert status == 413 and str(MAX_YAML_BODY) in data["error"]
