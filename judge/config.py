@@ -565,6 +565,8 @@ def parse_document(text: str, source: str = "<config>") -> Any:
             ) from None
         except RecursionError:
             raise ConfigError(["malformed JSON: nested too deeply"], source) from None
+        except ValueError as exc:  # e.g. an integer over Python's 4300-digit limit
+            raise ConfigError([f"malformed JSON: {exc}"], source) from None
         duplicates = _json_duplicates(text)
         if duplicates:
             raise ConfigError(duplicates, source)
@@ -575,6 +577,8 @@ def parse_document(text: str, source: str = "<config>") -> Any:
         raise ConfigError([_yaml_problem(exc)], source) from None
     except RecursionError:
         raise ConfigError(["malformed YAML: nested too deeply"], source) from None
+    except (ValueError, TypeError, OverflowError) as exc:  # a scalar its tag cannot build (2001-13-45)
+        raise ConfigError([f"malformed YAML: {exc}"], source) from None
     if duplicates:
         raise ConfigError(duplicates, source)
     return data

@@ -128,3 +128,41 @@ async def test_yaml_bodies_have_their_own_size_limit(tmp_path):
     body = b"name: a\nproperties:\n  x:\n" + b"  - 1\n" * (MAX_YAML_BODY // 6 + 10)
     status, data = await _call(app, "PUT", "/api/v2/extendedAgent/agents/a", body, "application/yaml")
     assert status == 413 and str(MAX_YAML_BODY) in data["error"]
+
+
+# ---------------------------------------------------------------------------
+# Config files and the state file
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hooks:\n  Stop:\n    - type: command\n      command: x\n      timeout: 2001-13-45\n",
+        '{"hooks": {}, "x": ' + "1" * 5000 + "}",
+    ],
+)
+def test_config_scalars_that_cannot_be_built_are_a_config_error(tmp_path, text):
+    from judge.config import load_config
+    from judge.errors import ConfigError
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "malformed" in str(caught.value)
+
+
+def test_state_file_and_its_folder_are_private(tmp_path):
+    import os
+    import stat
+
+    from judge.state import Store
+
+    old = os.umask(0o022)
+    try:
+        store = Store(tmp_path / "new" / "state.sqlite")
+        store.close()
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new" / "state.sqlite").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "new").stat().st_mode) == 0o700
