@@ -9,6 +9,7 @@ finish (their audit lines are written whole), then the process exits 0.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import socket
@@ -100,6 +101,16 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     )
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost`` (only this machine can connect)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def serve_main(args: argparse.Namespace) -> int:
     """Run the service until SIGINT/SIGTERM; 1 for bad flags or config, else 0."""
     try:
@@ -110,6 +121,15 @@ def serve_main(args: argparse.Namespace) -> int:
         return 1
     except ValueError as exc:
         _err(str(exc))
+        return 1
+    if settings.api_token is None and not is_loopback(args.host):
+        # Registered custom agents may carry command hooks: an open port would let anyone
+        # who reaches it run commands on this host.
+        _err(
+            f"refusing to listen on {args.host} without {TOKEN_ENV}: anyone who can reach the port "
+            "could register custom agents (which may run command hooks); set "
+            f"{TOKEN_ENV} or listen on 127.0.0.1"
+        )
         return 1
     try:
         # Built here even for --workers N: it opens the state database, so a broken one is

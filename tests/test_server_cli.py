@@ -54,3 +54,20 @@ def test_unreadable_state_database(tmp_path: Path, capsys: pytest.CaptureFixture
     (data / "state.sqlite3").write_bytes(b"this is not a database" * 100)
     assert main(_serve(tmp_path)) == 1
     assert "cannot open the state database" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
+def test_an_open_host_needs_a_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], host: str
+) -> None:
+    monkeypatch.delenv("JUDGE_API_TOKEN", raising=False)
+    assert main(_serve(tmp_path, "--host", host, "--port", "0")) == 1
+    err = capsys.readouterr().err
+    assert f"refusing to listen on {host} without JUDGE_API_TOKEN" in err
+
+
+def test_loopback_names_count_as_local() -> None:
+    from judge.server import is_loopback
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.com"))
