@@ -64,6 +64,7 @@ from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError
 from judge.gate import Gate
 from judge.state import Store
+from judge.transcripts import discard_rendered
 
 #: Default request body limit: 10 MiB (inline transcripts can be large).
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -394,6 +395,12 @@ def confine_path(raw: Any, root: Path | None) -> str:
     return str(resolved)
 
 
+def remove_private(path: Path) -> None:
+    """Delete an inline transcript and any rendered copy the judge made of it."""
+    discard_rendered(path)
+    path.unlink(missing_ok=True)
+
+
 def write_private(text: str) -> Path:
     """Write an inline transcript to a new 0600 temporary file."""
     fd, name = tempfile.mkstemp(prefix="judge-transcript-", suffix=".txt")
@@ -570,7 +577,7 @@ class Service:
             raise ApiError(400, str(exc)) from None
         finally:
             if path is not None:
-                await asyncio.to_thread(path.unlink, True)
+                await asyncio.to_thread(remove_private, path)
         return json_response(decision.to_json())
 
     async def _engine(self, agent_name: Any) -> Engine:

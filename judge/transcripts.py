@@ -253,6 +253,25 @@ def _evict_old(folder: Path) -> None:
                 entry.unlink()
 
 
+def _rendered_target(source: Path, fmt: str) -> Path:
+    """Where the rendered copy of ``source`` (this size and mtime) is cached."""
+    info = source.stat()
+    key = f"{source.resolve()}|{info.st_size}|{info.st_mtime_ns}|{fmt}|{RENDER_VERSION}"
+    return _cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.txt"
+
+
+def discard_rendered(path: str | Path) -> None:
+    """Remove the cached rendered copy of the transcript at ``path``, if any (call it
+    before deleting a private transcript, so no copy of its content outlives it)."""
+    source = Path(path)
+    try:
+        fmt = detect_format(source)
+        if fmt != "text":
+            _rendered_target(source, fmt).unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def prepare_transcript(path: str | Path) -> Path:
     """A readable text version of the transcript at ``path`` for the judge's tools.
 
@@ -264,12 +283,10 @@ def prepare_transcript(path: str | Path) -> Path:
     fmt = detect_format(source)
     if fmt == "text":
         return source
-    info = source.stat()
-    key = f"{source.resolve()}|{info.st_size}|{info.st_mtime_ns}|{fmt}|{RENDER_VERSION}"
-    folder = _cache_dir()
-    target = folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.txt"
+    target = _rendered_target(source, fmt)
     if target.exists():
         return target
+    folder = target.parent
     _evict_old(folder)
     descriptor, partial = tempfile.mkstemp(dir=folder, suffix=".part")
     try:

@@ -111,3 +111,16 @@ def test_brace_text_that_is_not_json_is_text(tmp_path):
     path = tmp_path / "t.txt"
     path.write_text("{not json at all\nsecond line\n")
     assert detect_format(path) == "text"
+
+
+def test_removing_a_private_transcript_removes_its_rendered_copy(tmp_path):
+    from judge.server_app import remove_private
+    from judge.transcripts import prepare_transcript
+
+    source = tmp_path / "inline.jsonl"
+    source.write_text('{"role": "user", "content": "secret plan"}\n', encoding="utf-8")
+    rendered = prepare_transcript(source)
+    assert rendered != source and "secret plan" in rendered.read_text(encoding="utf-8")
+    remove_private(source)
+    assert not source.exists() and not rendered.exists()
+    remove_private(source)  # already gone: nothing to do, no error
