@@ -12,6 +12,7 @@ Every problem is reported with its place, e.g.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -529,16 +530,21 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"malformed YAML{where}: {problem}"
 
 
+def unique_object(pairs: list[tuple[str, Any]], duplicates: list[str]) -> dict[str, Any]:
+    """``json`` object hook: the object, noting in ``duplicates`` each key given twice
+    (``json`` alone keeps the last value silently)."""
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            duplicates.append(key)
+        obj[key] = value
+    return obj
+
+
 def _json_duplicates(text: str) -> list[str]:
     """Located duplicate keys of a JSON document that ``json`` parsed (it keeps the last silently)."""
     found: list[str] = []
-
-    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in pairs]
-        found.extend(k for i, k in enumerate(keys) if k in keys[:i])
-        return dict(pairs)
-
-    json.loads(text, object_pairs_hook=pairs_hook)
+    json.loads(text, object_pairs_hook=functools.partial(unique_object, duplicates=found))
     if not found:
         return []
     try:

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judge.config import EVENTS, Config, load_config, parse_yaml
+from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, JudgeError
 
@@ -119,16 +119,6 @@ def resolve_path(base_dir: Path, value: str) -> Path:
     return p if p.is_absolute() else base_dir / p
 
 
-def _unique_object(pairs: list[tuple[str, Any]], duplicates: list[str]) -> dict[str, Any]:
-    """A JSON object from its pairs, noting keys that appear twice (json keeps the last silently)."""
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            duplicates.append(key)
-        obj[key] = value
-    return obj
-
-
 def _load_suite_yaml(text: str, src: str) -> Any:
     """The suite document; duplicate keys and malformed YAML raise a located :class:`SuiteError`."""
     try:
@@ -155,7 +145,7 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
         where = f"{source}:{lineno}"
         duplicates: list[str] = []
         try:
-            raw = json.loads(line, object_pairs_hook=functools.partial(_unique_object, duplicates=duplicates))
+            raw = json.loads(line, object_pairs_hook=functools.partial(unique_object, duplicates=duplicates))
         except json.JSONDecodeError as exc:
             problems.append(f"{where}: malformed JSON at column {exc.colno}: {exc.msg}")
             continue
