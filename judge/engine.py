@@ -122,9 +122,9 @@ class Engine:
             return answer, None, verdict
         extra_env = dict(self.command_env)
         extra_env["JUDGE_HOOK_EVENT"] = event
-        if transcript is not None:
-            extra_env["JUDGE_TRANSCRIPT"] = str(transcript)
-        result = await run_command_hook(hook, _dumps(context), extra_env=extra_env)
+        result = await run_command_hook(
+            hook, _dumps(context), extra_env=extra_env, transcript=transcript, base_dir=self.config.base_dir
+        )
         if result.timed_out:
             raise HookError(f"timed out after {hook.timeout}s")
         if result.exit_code == 2:
