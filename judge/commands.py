@@ -30,6 +30,7 @@ from judge.sandbox import (
     hook_env,
     hook_user,
     make_judge_undumpable,
+    namespaces_wanted,
     resolve_cwd,
     supervisor_argv,
 )
@@ -154,13 +155,13 @@ async def run_command_hook(
     *,
     transcript: Path | None = None,
     base_dir: Path | None = None,
-    namespaces: bool = True,
+    namespaces: bool | None = None,
 ) -> CommandResult:
     """Run ``hook`` (its ``command`` or ``script``) with ``stdin_json`` on stdin.
 
     ``transcript`` is offered as ``$JUDGE_TRANSCRIPT``; ``base_dir`` (the config's folder)
     anchors ``cwd: config`` and relative ``cwd`` paths; ``namespaces`` lets the supervisor
-    use a PID namespace where the kernel allows it. Raises HookError when the sandbox
+    use a PID namespace where the kernel allows it (default: ``$JUDGE_HOOK_NAMESPACES``). Raises HookError when the sandbox
     cannot be set up (a missing ``cwd`` folder, an unknown ``$JUDGE_HOOK_USER``).
     """
     limit = float(timeout if timeout is not None else hook.timeout)
@@ -172,6 +173,8 @@ async def run_command_hook(
         env = hook_env(workdir, hook.env, extra_env)
         if transcript is not None:
             env["JUDGE_TRANSCRIPT"] = _transcript_for(transcript, workdir, user)
+        if namespaces is None:
+            namespaces = namespaces_wanted()
         argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces)
         proc = await asyncio.create_subprocess_exec(
             *argv,

@@ -39,6 +39,9 @@ RESERVED_ENV: frozenset[str] = frozenset(
 HOOK_USER_ENV = "JUDGE_HOOK_USER"
 DEFAULT_HOOK_USER = "nobody"
 NOBODY = 65534
+#: Set to 0 to keep hooks in the judge's PID namespace (they then see, but cannot read the
+#: environment of, other processes); the supervisor still kills every descendant.
+NAMESPACES_ENV = "JUDGE_HOOK_NAMESPACES"
 #: Where ``cwd: project`` points.
 PROJECT_DIR_ENV = "CLAUDE_PROJECT_DIR"
 CWD_KEYWORDS: tuple[str, ...] = ("temp", "config", "project")
@@ -124,6 +127,11 @@ def hook_user() -> HookUser | None:
             return HookUser(NOBODY, NOBODY)
         raise HookError(f"${HOOK_USER_ENV}: no user named {wanted!r}") from None
     return HookUser(entry.pw_uid, entry.pw_gid)
+
+
+def namespaces_wanted() -> bool:
+    """Whether hooks get their own PID namespace where the kernel allows (``$JUDGE_HOOK_NAMESPACES``)."""
+    return os.environ.get(NAMESPACES_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 _undumpable = False

@@ -127,3 +127,11 @@ def run_judge(
     return subprocess.run(
         argv, env={**base, **env}, capture_output=True, text=True, timeout=120, check=False, cwd=cwd
     )
+
+
+def user_namespaces_work(python: list[str]) -> bool:
+    """Whether ``python`` (another user) may create the supervisor's namespaces."""
+    code = "import sys; from judge.sandbox_supervisor import enter_namespaces as e; sys.exit(0 if e(False) else 1)"
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"}
+    done = subprocess.run([*python, "-c", code], env=env, capture_output=True, timeout=60, check=False, cwd="/")
+    return done.returncode == 0
