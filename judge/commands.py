@@ -161,8 +161,9 @@ async def run_command_hook(
 
     ``transcript`` is offered as ``$JUDGE_TRANSCRIPT``; ``base_dir`` (the config's folder)
     anchors ``cwd: config`` and relative ``cwd`` paths; ``namespaces`` lets the supervisor
-    use a PID namespace where the kernel allows it (default: ``$JUDGE_HOOK_NAMESPACES``). Raises HookError when the sandbox
-    cannot be set up (a missing ``cwd`` folder, an unknown ``$JUDGE_HOOK_USER``).
+    use a PID namespace where the kernel allows it (default: ``$JUDGE_HOOK_NAMESPACES``).
+    Raises HookError when the sandbox cannot be set up (a missing ``cwd`` folder, an
+    unknown ``$JUDGE_HOOK_USER``).
     """
     limit = float(timeout if timeout is not None else hook.timeout)
     make_judge_undumpable()

@@ -68,7 +68,9 @@ def cwd_problem(value: str) -> str | None:
     return None
 
 
-def hook_env(workdir: str, names: tuple[str, ...] = (), extra: dict[str, str] | None = None) -> dict[str, str]:
+def hook_env(
+    workdir: str, names: tuple[str, ...] = (), extra: dict[str, str] | None = None
+) -> dict[str, str]:
     """The environment of a command hook: the allowlist, the listed names, the sandbox's own."""
     env = {k: os.environ[k] for k in (*ENV_ALLOWLIST, *names) if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")

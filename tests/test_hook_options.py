@@ -20,7 +20,10 @@ async def test_env_passes_only_the_named_variables(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("DATABASE_URL", "postgres://user:secret@db/x")
     monkeypatch.setenv("DEPLOY_TARGET", "staging")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    text = 'echo "${DEPLOY_TARGET:-unset}|${DATABASE_URL:-unset}|${OPENAI_API_KEY:-unset}|${NOT_SET_AT_ALL-absent}"'
+    text = (
+        'echo "${DEPLOY_TARGET:-unset}|${DATABASE_URL:-unset}|'
+        '${OPENAI_API_KEY:-unset}|${NOT_SET_AT_ALL-absent}"'
+    )
     plain = await run_command_hook(hook(text), "{}")
     assert plain.stdout == "unset|unset|unset|absent\n"  # an unlisted variable is never passed
     named = await run_command_hook(hook(text, env=["DEPLOY_TARGET", "NOT_SET_AT_ALL"]), "{}")
@@ -85,4 +88,6 @@ async def test_a_folder_the_hook_user_cannot_enter_is_a_clear_error(tmp_path: Pa
     private.mkdir()
     result = await run_command_hook(hook("pwd", cwd=str(private)), "{}")
     assert result.exit_code == 125
-    assert result.stderr == f"judge sandbox: cannot enter the working directory {private}: Permission denied\n"
+    assert (
+        result.stderr == f"judge sandbox: cannot enter the working directory {private}: Permission denied\n"
+    )

@@ -30,7 +30,10 @@ hooks:
   PostToolUse:
     - type: command
       matcher: Whoami
-      command: 'cat > /dev/null; w=$(awk "/^PPid/{print \\$2}" /proc/$PPID/status); echo "{\\"hookSpecificOutput\\": {\\"additionalContext\\": \\"$w\\"}}"'
+      command: |
+        cat > /dev/null
+        w=$(awk '/^PPid/{print $2}' /proc/$PPID/status)
+        echo "{\\"hookSpecificOutput\\": {\\"additionalContext\\": \\"$w\\"}}"
 """
 MAX_REJECTIONS = 4
 

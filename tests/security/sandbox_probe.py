@@ -96,7 +96,12 @@ def other_user_python() -> list[str] | None:
         cmd = [setpriv, "--reuid=4242", "--regid=4242", "--clear-groups", python]
         probe = subprocess.run(
             # the judge starts its supervisor with sys.executable: it must run as that user
-            [*cmd, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import judge.commands'], check=True)"],
+            [
+                *cmd,
+                "-c",
+                "import subprocess, sys; "
+                "subprocess.run([sys.executable, '-c', 'import judge.commands'], check=True)",
+            ],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"},
             capture_output=True,
             timeout=60,
@@ -131,7 +136,12 @@ def run_judge(
 
 def user_namespaces_work(python: list[str]) -> bool:
     """Whether ``python`` (another user) may create the supervisor's namespaces."""
-    code = "import sys; from judge.sandbox_supervisor import enter_namespaces as e; sys.exit(0 if e(False) else 1)"
+    code = (
+        "import sys; from judge.sandbox_supervisor import enter_namespaces as e; "
+        "sys.exit(0 if e(False) else 1)"
+    )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"}
-    done = subprocess.run([*python, "-c", code], env=env, capture_output=True, timeout=60, check=False, cwd="/")
+    done = subprocess.run(
+        [*python, "-c", code], env=env, capture_output=True, timeout=60, check=False, cwd="/"
+    )
     return done.returncode == 0

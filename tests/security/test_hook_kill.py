@@ -16,7 +16,14 @@ import pytest
 
 from judge.commands import run_command_hook
 from judge.config import Hook
-from tests.security.sandbox_probe import MODES, other_user_python, pids_with, run_judge, skip_unless_mode, token
+from tests.security.sandbox_probe import (
+    MODES,
+    other_user_python,
+    pids_with,
+    run_judge,
+    skip_unless_mode,
+    token,
+)
 
 DAEMONIZE = (
     "import os, sys\n"
@@ -33,7 +40,7 @@ ESCAPES = {
     "setsid": "setsid sleep {t} </dev/null >/dev/null 2>&1 &",
     "setsid -f (double fork)": "setsid -f sleep {t} </dev/null >/dev/null 2>&1",
     "own process group": "set -m; sleep {t} </dev/null >/dev/null 2>&1 &",
-    "python daemonizer": "python3 -c \"$DAEMON\" {a} {b}",
+    "python daemonizer": 'python3 -c "$DAEMON" {a} {b}',
     "holding our stdout": "setsid sleep {t} &",
 }
 
@@ -84,7 +91,9 @@ async def test_escaped_children_die_when_the_hook_ends(kind: str, mode: str) -> 
     marker, spelled = token()
     # The hook waits until its escapee runs, then answers at once.
     wait = f"while ! pgrep -f {marker} >/dev/null; do sleep 0.01; done; exit 0"
-    hook = Hook.model_validate({"type": "command", "command": escape_command(kind, spelled, wait), "timeout": 10})
+    hook = Hook.model_validate(
+        {"type": "command", "command": escape_command(kind, spelled, wait), "timeout": 10}
+    )
     seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns")
     assert seen, "the escaping child never started"
     assert (result.exit_code, result.timed_out) == (0, False)  # type: ignore[attr-defined]
@@ -102,7 +111,9 @@ async def test_a_judge_without_root_kills_escaped_children_too() -> None:
         marker, spelled = token()
         command = escape_command("setsid -f (double fork)", spelled, "sleep 30")
         start = time.monotonic()
-        done = run_judge({"type": "command", "command": command, "timeout": 1}, mode, {}, python=python, cwd="/")
+        done = run_judge(
+            {"type": "command", "command": command, "timeout": 1}, mode, {}, python=python, cwd="/"
+        )
         assert done.returncode == 0, done.stderr
         assert '"timed_out": true' in done.stdout
         assert time.monotonic() - start < 10

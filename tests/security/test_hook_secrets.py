@@ -88,7 +88,9 @@ def probe(files: list[str], mode: str, python: list[str] | None = None) -> dict[
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_hook_reads_no_secret_from_its_ancestors_or_the_judges_files(mode: str, judge_data: list[str]) -> None:
+def test_a_hook_reads_no_secret_from_its_ancestors_or_the_judges_files(
+    mode: str, judge_data: list[str]
+) -> None:
     skip_unless_mode(mode)
     report = probe(judge_data, mode)
     assert report["found"] == [PASSED]  # the probe works: it finds what was passed on purpose
@@ -99,7 +101,9 @@ def test_a_hook_reads_no_secret_from_its_ancestors_or_the_judges_files(mode: str
 
 
 @pytest.mark.slow
-def test_without_root_the_judge_itself_is_unreadable_and_namespaces_hide_the_rest(judge_data: list[str]) -> None:
+def test_without_root_the_judge_itself_is_unreadable_and_namespaces_hide_the_rest(
+    judge_data: list[str],
+) -> None:
     """The non-root path: the judge (and its shell) run as an ordinary user."""
     python = other_user_python()
     if python is None:
