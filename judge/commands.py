@@ -95,7 +95,7 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     delay = 0.002
     while proc.returncode is None:
         await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
+        delay = min(delay * 2, 0.01)
     return proc.returncode
 
 

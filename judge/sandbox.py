@@ -18,7 +18,6 @@ the hook its own PID namespace. This module decides the rest:
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import pwd
 import re
@@ -150,14 +149,9 @@ def make_judge_undumpable() -> None:
 
 def supervisor_argv(hook_argv: list[str], cwd: str, user: HookUser | None, namespaces: bool) -> list[str]:
     """The command that runs ``hook_argv`` under the per-hook supervisor."""
-    spec = {
-        "argv": hook_argv,
-        "cwd": cwd,
-        "uid": user.uid if user else None,
-        "gid": user.gid if user else None,
-        "namespaces": namespaces,
-    }
-    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, json.dumps(spec)]
+    ids = [str(user.uid), str(user.gid)] if user else ["-", "-"]
+    flag = "1" if namespaces else "0"
+    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, *ids, flag, cwd, *hook_argv]
 
 
 def give_to(user: HookUser | None, *paths: Path) -> None:

@@ -1,7 +1,8 @@
 """The per-hook supervisor: a small stdlib-only program between the judge and a command hook.
 
-Run as ``python -I -S sandbox_supervisor.py SPEC_JSON`` with the hook's (already scrubbed)
-environment; stdin/stdout/stderr are the hook's. It
+Run as ``python -I -S sandbox_supervisor.py UID GID NAMESPACES CWD HOOK_ARGV...`` (``-`` for
+no uid/gid, ``1``/``0`` for namespaces) with the hook's (already scrubbed) environment;
+stdin/stdout/stderr are the hook's. It
 
 * makes itself a child subreaper, so every orphan of the hook is re-parented to it;
 * when ``namespaces`` is set and the kernel allows it, puts the hook in a new PID namespace
@@ -13,19 +14,22 @@ environment; stdin/stdout/stderr are the hook's. It
   below it (whatever it did to its session or process group) and reaps them all;
 * then exits the way the hook did (same exit code, or killed by the same signal).
 
-It must not import the ``judge`` package: it runs with ``-I -S`` for a quick start and an
-interpreter state the hook's environment cannot influence.
+It must not import the ``judge`` package, and imports as little as it can (it starts for
+every hook): it runs with ``-I -S`` for a quick start and an interpreter state the hook's
+environment cannot influence.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import resource
 import signal
 import sys
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs milliseconds to import, at every hook
+    from typing import Any, NoReturn
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -36,6 +40,17 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
 SETUP_FAILED = 125
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+class Spec:
+    """What to run, from the command line: ``UID GID NAMESPACES CWD HOOK_ARGV...``."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.uid = None if args[0] == "-" else int(args[0])
+        self.gid = None if args[1] == "-" else int(args[1])
+        self.namespaces = args[2] == "1"
+        self.cwd = args[3]
+        self.argv = args[4:]
 
 
 class Deadline(Exception):
@@ -92,26 +107,43 @@ def _private_proc(as_root: bool) -> None:
         _fail("cannot hide /proc from the hook")
 
 
-def exec_hook(spec: dict[str, Any]) -> NoReturn:
+def exec_hook(spec: Spec) -> NoReturn:
     """Become the hook: drop privileges, enter its folder, restore signals, exec."""
     try:
-        uid, gid = spec.get("uid"), spec.get("gid")
-        if uid is not None and gid is not None:
+        if spec.uid is not None and spec.gid is not None:
             os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
+            os.setgid(spec.gid)
+            os.setuid(spec.uid)
         _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        cwd = spec["cwd"]
+        cwd = spec.cwd
         try:
             os.chdir(cwd)
         except OSError as exc:
             _fail(f"cannot enter the working directory {cwd}: {exc.strerror}")
         for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
-        argv = spec["argv"]
-        os.execvp(argv[0], argv)  # PATH searched as the hook's user
+        _execvp(spec.argv)
     except OSError as exc:
         _fail(f"cannot start the hook: {exc}")
+    except Exception as exc:  # nothing may escape into the hook's place
+        _fail(f"cannot start the hook: {type(exc).__name__}: {exc}")
+
+
+def _execvp(argv: list[str]) -> NoReturn:
+    """``execvp`` searched as the hook's user (the interpreter's own library, which a lazy
+    import in :func:`os.execvp` would need, may be out of that user's reach)."""
+    name = argv[0]
+    if "/" in name:
+        os.execv(name, argv)
+    error: OSError = FileNotFoundError(2, "not found on PATH", name)
+    for folder in os.environ.get("PATH", "/usr/bin:/bin").split(":"):
+        try:
+            os.execv(os.path.join(folder or ".", name), argv)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            error = exc  # e.g. EACCES: an entry this user cannot use; try the next
+    raise error
 
 
 def _children_of(ancestor: int) -> list[int]:
@@ -154,7 +186,7 @@ def kill_everything_below() -> None:
             return
 
 
-def _run_init(spec: dict[str, Any], status_fd: int, as_root: bool) -> NoReturn:
+def _run_init(spec: Spec, status_fd: int, as_root: bool) -> NoReturn:
     """PID 1 of the hook's namespace: start the hook, reap orphans, report the hook's status."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the supervisor gone: the namespace goes too
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -162,12 +194,20 @@ def _run_init(spec: dict[str, Any], status_fd: int, as_root: bool) -> NoReturn:
     hook = os.fork()
     if hook == 0:
         exec_hook(spec)
+    _stdin_from_null()
     while True:
         pid, status = os.waitpid(-1, 0)
         if pid == hook:
             break
     os.write(status_fd, str(status).encode())
     os._exit(0)  # the kernel now kills whatever else is left in the namespace
+
+
+def _stdin_from_null() -> None:
+    """Let go of the context pipe: only the hook reads it."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
 
 
 def _exit_like(status: int) -> NoReturn:
@@ -185,11 +225,11 @@ def _exit_like(status: int) -> NoReturn:
 
 def main(argv: list[str]) -> NoReturn:
     signal.signal(signal.SIGTERM, _on_term)
-    spec: dict[str, Any] = json.loads(argv[1])
+    spec = Spec(argv[1:])
     as_root = os.geteuid() == 0
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     read_fd, write_fd = os.pipe()
-    isolated = bool(spec.get("namespaces")) and enter_namespaces(as_root)
+    isolated = spec.namespaces and enter_namespaces(as_root)
     status = -1
     try:
         child = os.fork()
@@ -199,9 +239,7 @@ def main(argv: list[str]) -> NoReturn:
                 _run_init(spec, write_fd, as_root)
             exec_hook(spec)
         os.close(write_fd)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)  # only the hook reads the context
-        os.close(null)
+        _stdin_from_null()
         _, status = os.waitpid(child, 0)
         if isolated:
             reported = os.read(read_fd, 64)

@@ -91,3 +91,16 @@ async def test_a_folder_the_hook_user_cannot_enter_is_a_clear_error(tmp_path: Pa
     assert (
         result.stderr == f"judge sandbox: cannot enter the working directory {private}: Permission denied\n"
     )
+
+
+async def test_hooks_run_as_judge_hook_user_when_the_judge_is_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("hooks keep the judge's user when it is not root")
+    result = await run_command_hook(hook("id -u; id -G"), "{}")
+    assert result.stdout.split() == ["65534", "65534"]  # nobody, no supplementary groups
+    monkeypatch.setenv("JUDGE_HOOK_USER", "4321")
+    result = await run_command_hook(hook("id -u"), "{}")
+    assert result.stdout.strip() == "4321"
+    monkeypatch.setenv("JUDGE_HOOK_USER", "no-such-user-here")
+    with pytest.raises(HookError, match=r"\$JUDGE_HOOK_USER: no user named 'no-such-user-here'"):
+        await run_command_hook(hook("true"), "{}")

@@ -118,7 +118,7 @@ def run_judge(
     env: dict[str, str],
     python: list[str] | None = None,
     via_shell: bool = True,
-    cwd: Path | None = None,
+    cwd: Path = Path("/"),
 ) -> subprocess.CompletedProcess[str]:
     """Run ``hook`` from a fresh judge process whose environment is ``env`` (plus PATH).
 

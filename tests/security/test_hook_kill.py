@@ -9,6 +9,7 @@ modes run: PID namespace (where the kernel allows) and subreaper only.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 
@@ -102,19 +103,20 @@ async def test_escaped_children_die_when_the_hook_ends(kind: str, mode: str) -> 
 
 
 @pytest.mark.slow
-async def test_a_judge_without_root_kills_escaped_children_too() -> None:
-    """The non-root path (no privilege drop): run the judge itself as another user."""
+def test_a_judge_without_root_kills_escaped_children_too() -> None:
+    """The non-root path (no privilege drop): the judge itself runs as another user."""
     python = other_user_python()
     if python is None:
         pytest.skip("needs root, setpriv and a Python usable by another user to test the non-root path")
     for mode in MODES:
         marker, spelled = token()
-        command = escape_command("setsid -f (double fork)", spelled, "sleep 30")
+        # The hook says so once its escapee runs, then hangs until the deadline.
+        then = f"while ! pgrep -f {marker} >/dev/null; do sleep 0.01; done; echo escaped; sleep 30"
+        command = escape_command("setsid -f (double fork)", spelled, then)
         start = time.monotonic()
-        done = run_judge(
-            {"type": "command", "command": command, "timeout": 1}, mode, {}, python=python, cwd="/"
-        )
+        done = run_judge({"type": "command", "command": command, "timeout": 2}, mode, {}, python=python)
         assert done.returncode == 0, done.stderr
-        assert '"timed_out": true' in done.stdout
-        assert time.monotonic() - start < 10
+        result = json.loads(done.stdout)
+        assert (result["timed_out"], result["stdout"]) == (True, "escaped\n"), mode
+        assert time.monotonic() - start < 15
         assert pids_with(marker) == [], mode

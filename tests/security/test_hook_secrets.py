@@ -79,7 +79,7 @@ def probe_hook(files: list[str]) -> dict[str, object]:
 
 def probe(files: list[str], mode: str, python: list[str] | None = None) -> dict[str, object]:
     env = {"OPENAI_API_KEY": SECRET, "JUDGE_API_TOKEN": SECRET, "JUDGE_TEST_PASSED": PASSED}
-    done = run_judge(probe_hook(files), mode, env, python=python, cwd=Path("/"))
+    done = run_judge(probe_hook(files), mode, env, python=python)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["exit_code"] == 0, result
@@ -117,6 +117,6 @@ def test_without_root_the_judge_itself_is_unreadable_and_namespaces_hide_the_res
         assert report["found"] == [PASSED]
     # Without them the judge is still non-dumpable: its environ is closed to the hook.
     env = {"OPENAI_API_KEY": SECRET, "JUDGE_TEST_PASSED": PASSED}
-    done = run_judge(probe_hook([]), "no-ns", env, python=python, via_shell=False, cwd=Path("/"))
+    done = run_judge(probe_hook([]), "no-ns", env, python=python, via_shell=False)
     result = json.loads(done.stdout)
     assert json.loads(result["stdout"])["found"] == [PASSED]
