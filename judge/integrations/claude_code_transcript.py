@@ -251,7 +251,9 @@ class ClaudeCodeRenderer:
             return list(_labelled(f"{prefix}USER (queued while working)", _block_text(text)))
         text = att.get("content") or att.get("text") or att.get("prompt")
         if isinstance(text, (str, list)) and _block_text(text).strip():
-            return [_clip(f"{prefix}ATTACHMENT ({kind}): {_one_line(_block_text(text), 400)}", MAX_LINE_CHARS)]
+            return [
+                _clip(f"{prefix}ATTACHMENT ({kind}): {_one_line(_block_text(text), 400)}", MAX_LINE_CHARS)
+            ]
         return []
 
     def _user(self, obj: dict[str, Any], prefix: str) -> list[str]:
