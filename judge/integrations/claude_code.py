@@ -42,7 +42,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, load_config
+from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, HookSet, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
 from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
@@ -284,10 +284,23 @@ def _read_stdin() -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _write_config_index(state_path: Path, config_path: str, config: Config) -> None:
+    """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
+    from judge.config import EVENTS
+    from judge.integrations.claude_code_fast import write_index
+
+    def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
+        return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
+
+    agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
+    write_index(str(state_path), config_path, matchers(config.hooks), agents)
+
+
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
     try:
-        hook_input = parse_input(_read_stdin())
+        stdin_text = getattr(args, "stdin_text", None)
+        hook_input = parse_input(stdin_text if stdin_text is not None else _read_stdin())
     except InputError as exc:
         _warn(f"{exc}; not blocking")
         return 0
@@ -309,6 +322,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
+    _write_config_index(state_path, config_path, config)
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
     try:
