@@ -100,11 +100,27 @@ def test_short_tool_output_is_kept_whole() -> None:
 def test_summary_of_another_session_is_labelled_and_one_of_this_session_is_not() -> None:
     text = render(
         {"type": "summary", "summary": "Some other work", "leafUuid": "elsewhere"},
+        {"type": "file-history-snapshot", "snapshot": {}},
         {"type": "user", "uuid": "u1", "message": {"content": "hi"}},
         {"type": "summary", "summary": "Greeting", "leafUuid": "u1"},
     )
     assert "SUMMARY (of another session, not this conversation): Some other work" in text
     assert "\nSUMMARY: Greeting" in text
+
+
+def test_only_recent_tool_calls_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.integrations import claude_code_transcript
+
+    monkeypatch.setattr(claude_code_transcript, "MAX_REMEMBERED_TOOL_CALLS", 2)
+    renderer = ClaudeCodeRenderer()
+    for i in range(3):
+        use = {"type": "tool_use", "id": f"t{i}", "name": f"Tool{i}", "input": {}}
+        renderer.feed(json.dumps({"type": "assistant", "message": {"content": [use]}}))
+    assert list(renderer.tool_names) == ["t1", "t2"]
+    result = {"type": "tool_result", "tool_use_id": "t2", "content": "x"}
+    assert renderer.feed(json.dumps({"type": "user", "message": {"content": [result]}})) == [
+        "TOOL RESULT Tool2 [t2]: x"
+    ]
 
 
 @pytest.mark.parametrize("split", [0, 1, 3, 5])

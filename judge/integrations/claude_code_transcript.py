@@ -13,8 +13,8 @@ Bookkeeping and progress noise are dropped; thinking is shown briefly; long tool
 its head and its tail (where a failing build or test run says what went wrong) with a note
 saying how much was cut between them. ``attachment`` lines, where current Claude Code stores
 hook feedback (a hook's blocking error, its additional context) and queued user input, are
-shown; a ``summary`` line that names a conversation this transcript has not shown (Claude
-Code puts summaries of other sessions at the top of a resumed one) is labelled as such.
+shown; ``summary`` lines before the conversation's first message (Claude Code puts
+summaries of other sessions at the top of a resumed one) are labelled as such.
 
 The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state` /
 :meth:`ClaudeCodeRenderer.from_state`), so a later Stop can go on from where an earlier one
@@ -33,6 +33,8 @@ MAX_LINE_CHARS = 2000
 TOOL_RESULT_HEAD_LINES = 15
 #: Lines kept from the end of one tool result (errors of builds and test runs are there).
 TOOL_RESULT_TAIL_LINES = 25
+#: Tool calls whose names are remembered to label their results (the most recent ones).
+MAX_REMEMBERED_TOOL_CALLS = 1000
 #: Characters kept of a tool call's input JSON.
 MAX_TOOL_INPUT_CHARS = 800
 #: Characters kept of a thinking block (shown briefly, on one line).
@@ -126,7 +128,7 @@ class ClaudeCodeRenderer:
         self._last_main: tuple[str | None, str] = (None, "")
         self._last_any: tuple[str | None, str] = (None, "")
         self._header_done = False
-        self._seen_uuids: set[str] = set()
+        self._conversation_started = False
 
     def state(self) -> dict[str, Any]:
         """Everything the renderer remembers, as JSON-able data (see :meth:`from_state`)."""
@@ -136,7 +138,7 @@ class ClaudeCodeRenderer:
             "last_main": list(self._last_main),
             "last_any": list(self._last_any),
             "header_done": self._header_done,
-            "seen_uuids": sorted(self._seen_uuids),
+            "conversation_started": self._conversation_started,
         }
 
     @classmethod
@@ -154,7 +156,7 @@ class ClaudeCodeRenderer:
             renderer._last_main = (None if main_id is None else str(main_id), str(main_text))
             renderer._last_any = (None if any_id is None else str(any_id), str(any_text))
             renderer._header_done = bool(state["header_done"])
-            renderer._seen_uuids = {str(u) for u in state["seen_uuids"]}
+            renderer._conversation_started = bool(state["conversation_started"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a renderer state: {exc}") from None
         return renderer
@@ -184,10 +186,17 @@ class ClaudeCodeRenderer:
             cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
             out.append(f"=== Claude Code session {obj['sessionId']}{version}{cwd} ===")
         out.extend(self._render(obj))
-        uuid = obj.get("uuid")
-        if isinstance(uuid, str):
-            self._seen_uuids.add(uuid)
+        if obj.get("type") in ("user", "assistant"):
+            self._conversation_started = True
         return out
+
+    def _remember_tool(self, tool_id: str, name: str) -> None:
+        """Name tool results by their call; only the most recent calls are remembered, so
+        the state stays small however long the session (a result follows its call)."""
+        self.tool_names.pop(tool_id, None)
+        self.tool_names[tool_id] = name
+        while len(self.tool_names) > MAX_REMEMBERED_TOOL_CALLS:
+            del self.tool_names[next(iter(self.tool_names))]
 
     # -- line kinds -------------------------------------------------------------------
 
@@ -214,13 +223,12 @@ class ClaudeCodeRenderer:
         return []
 
     def _summary(self, obj: dict[str, Any]) -> list[str]:
-        """A summary names its conversation by ``leafUuid``: one this transcript has not
-        shown yet belongs to another session (resumed sessions start with those)."""
+        """Summaries before the conversation's first message name other sessions (Claude
+        Code puts them at the top of a resumed session); later ones summarise this one."""
         summary = obj.get("summary")
         if not summary:
             return []
-        leaf = obj.get("leafUuid")
-        if isinstance(leaf, str) and leaf not in self._seen_uuids:
+        if not self._conversation_started:
             return [_clip(f"SUMMARY (of another session, not this conversation): {summary}", MAX_LINE_CHARS)]
         return [_clip(f"SUMMARY: {summary}", MAX_LINE_CHARS)]
 
@@ -313,7 +321,7 @@ class ClaudeCodeRenderer:
             elif btype in ("tool_use", "server_tool_use"):
                 tool_id = str(block.get("id") or "")
                 name = str(block.get("name") or "tool")
-                self.tool_names[tool_id] = name
+                self._remember_tool(tool_id, name)
                 args = json.dumps(block.get("input"), ensure_ascii=False)
                 out.append(f"{prefix}TOOL CALL {name} [{tool_id}]: {_one_line(args, MAX_TOOL_INPUT_CHARS)}")
             elif btype:
@@ -389,7 +397,7 @@ class ClaudeCodeRenderer:
             btype = block.get("type")
             if btype == "tool_use":
                 name = str(block.get("name") or "tool")
-                self.tool_names[str(block.get("id") or "")] = name
+                self._remember_tool(str(block.get("id") or ""), name)
                 args = json.dumps(block.get("input"), ensure_ascii=False)
                 out.append(f"{prefix}TOOL CALL {name}: {_one_line(args, MAX_SUBAGENT_CHARS)}")
             elif btype == "tool_result":
