@@ -39,12 +39,18 @@ def _err(msg: str) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from judge.config import EVENTS, load_config
+    from judge.validation import check_config
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         for problem in exc.problems:
             _err(" ".join(problem.splitlines()))
+        return 1
+    findings = check_config(config)
+    for finding in findings:
+        _err(" ".join(str(finding).splitlines()))
+    if any(f.severity == "error" or args.strict for f in findings):
         return 1
     for event in EVENTS:
         hooks = config.hooks.for_event(event)
@@ -191,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="validate a hook configuration")
     p.add_argument("config", help="YAML or JSON hook configuration")
+    p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("config", help="configuration helpers")

@@ -186,7 +186,8 @@ def config_from_data(data: Any, base_dir: Path | None = None, source: str | None
     if not isinstance(data, dict):
         raise ConfigError([f"<root>: must be a mapping, got {type(data).__name__}"], source)
     name: str | None = None
-    if "spec" in data or "kind" in data or "api_version" in data or "apiVersion" in data:
+    resource = "spec" in data or "kind" in data or "api_version" in data or "apiVersion" in data
+    if resource:
         for key in data:
             if key not in RESOURCE_KEYS:
                 problems.append(f"{key}: unknown key")
@@ -217,7 +218,14 @@ def config_from_data(data: Any, base_dir: Path | None = None, source: str | None
         models = _validate_models(data.get("models"), "models", problems)
     if problems:
         raise ConfigError(problems, source)
-    return Config(name=name, hooks=hooks, customAgents=agents, models=models, base_dir=base_dir)
+    return Config(
+        name=name,
+        hooks=hooks,
+        customAgents=agents,
+        models=models,
+        base_dir=base_dir,
+        hooks_key="spec.hooks" if resource else "hooks",
+    )
 
 
 def load_config(path: str | Path) -> Config:

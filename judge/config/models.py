@@ -224,6 +224,9 @@ class Config(BaseModel):
     base_dir: Path | None = Field(
         None, exclude=True, description="Folder of the config file (for prompt includes)."
     )
+    hooks_key: str = Field(
+        "hooks", exclude=True, description="Where the hooks were written: `hooks` or `spec.hooks`."
+    )
 
     def hooks_for(self, event: str, agent_name: str | None) -> list[tuple[str, int, Hook]]:
         """(level, index, hook) for ``event``: agent level first, then the custom agent's."""
