@@ -152,7 +152,8 @@ WARNINGS = [
     ),
     Case(
         "command hook naming a relative path",
-        "hooks:\n  PreToolUse:\n    - type: command\n      matcher: Bash\n      command: ./check.sh --strict\n"
+        "hooks:\n  PreToolUse:\n    - type: command\n      matcher: Bash\n"
+        "      command: ./check.sh --strict\n"
         "    - type: command\n      matcher: Bash\n      command: \"python3 hooks/lint.py; sed 's/a/b/'\"\n",
         [
             "warning: hooks.PreToolUse[0].command: names the relative path './check.sh', but command "
