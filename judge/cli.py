@@ -7,10 +7,8 @@ Subcommands that need heavier modules (the service, evals, tuning) import them l
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,12 +39,18 @@ def _err(msg: str) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from judge.config import EVENTS, load_config
+    from judge.validation import check_config
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         for problem in exc.problems:
             _err(" ".join(problem.splitlines()))
+        return 1
+    findings = check_config(config)
+    for finding in findings:
+        _err(" ".join(str(finding).splitlines()))
+    if any(f.severity == "error" or args.strict for f in findings):
         return 1
     for event in EVENTS:
         hooks = config.hooks.for_event(event)
@@ -102,6 +106,9 @@ def _read_context(path: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sqlite3
+
     from judge.audit import AuditLog
     from judge.config import EVENTS, load_config
     from judge.engine import Engine
@@ -190,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="validate a hook configuration")
     p.add_argument("config", help="YAML or JSON hook configuration")
+    p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("config", help="configuration helpers")
@@ -284,8 +292,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    stdin_text: str | None = None
+    if arguments[:1] == ["claude-code"]:
+        # Claude Code starts a process per tool call: answer "nothing to do" without
+        # loading the configuration or the engine when no hook can match.
+        from judge.integrations.claude_code_fast import try_fast
+
+        code, stdin_text = try_fast(arguments[1:])
+        if code is not None:
+            return code
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
+    if stdin_text is not None:
+        args.stdin_text = stdin_text
     handler: Handler = args.func
     try:
         return handler(args)

@@ -29,7 +29,15 @@ from judge import sandbox_supervisor
 from judge.errors import HookError
 
 #: Judge variables every hook sees. Everything else (API keys, tokens, ...) is dropped.
-ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+ENV_ALLOWLIST: tuple[str, ...] = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TERM",
+    "CLAUDE_PROJECT_DIR",  # a path, not a secret: hooks written for Claude Code use it
+)
 #: Variables the sandbox sets itself; a hook's ``env`` list may not name them.
 RESERVED_ENV: frozenset[str] = frozenset(
     {"HOME", "TMPDIR", "PYTHONIOENCODING", "JUDGE_HOOK_EVENT", "JUDGE_TRANSCRIPT"}

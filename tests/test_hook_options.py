@@ -104,3 +104,16 @@ async def test_hooks_run_as_judge_hook_user_when_the_judge_is_root(monkeypatch: 
     monkeypatch.setenv("JUDGE_HOOK_USER", "no-such-user-here")
     with pytest.raises(HookError, match=r"\$JUDGE_HOOK_USER: no user named 'no-such-user-here'"):
         await run_command_hook(hook("true"), "{}")
+
+
+def test_validate_warns_of_a_cwd_folder_that_does_not_exist(tmp_path: Path) -> None:
+    from judge.validation import check_config
+
+    (tmp_path / "checks").mkdir()
+    (tmp_path / "agent.yaml").write_text(
+        "hooks:\n  Stop:\n    - type: command\n      cwd: checks\n      command: ./run.sh\n"
+        "    - type: command\n      cwd: missing\n      command: 'true'\n"
+    )
+    found = [str(f) for f in check_config(load_config(tmp_path / "agent.yaml"))]
+    # ./run.sh is fine: it runs in checks/, which exists
+    assert found == [f"warning: hooks.Stop[1].cwd: {tmp_path / 'missing'} is not a folder (yet)"]
