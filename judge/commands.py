@@ -18,6 +18,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
 
 async def run_command_hook(
     hook: Hook,
-    stdin_json: str,
+    stdin_json: str | Callable[[str | None], str],
     timeout: float | None = None,
     extra_env: dict[str, str] | None = None,
     *,
@@ -159,7 +160,9 @@ async def run_command_hook(
 ) -> CommandResult:
     """Run ``hook`` (its ``command`` or ``script``) with ``stdin_json`` on stdin.
 
-    ``transcript`` is offered as ``$JUDGE_TRANSCRIPT``; ``base_dir`` (the config's folder)
+    ``transcript`` is offered as ``$JUDGE_TRANSCRIPT`` (a copy the hook can read when it
+    runs as another user; ``stdin_json`` may be a function of that path, so the context
+    can name the same copy); ``base_dir`` (the config's folder)
     anchors ``cwd: config`` and relative ``cwd`` paths; ``namespaces`` lets the supervisor
     use a PID namespace where the kernel allows it (default: ``$JUDGE_HOOK_NAMESPACES``).
     Raises HookError when the sandbox cannot be set up (a missing ``cwd`` folder, an
@@ -172,8 +175,11 @@ async def run_command_hook(
         give_to(user, Path(workdir))
         cwd = resolve_cwd(hook.cwd, workdir, base_dir)
         env = hook_env(workdir, hook.env, extra_env)
-        if transcript is not None:
-            env["JUDGE_TRANSCRIPT"] = _transcript_for(transcript, workdir, user)
+        seen_as = None if transcript is None else _transcript_for(transcript, workdir, user)
+        if seen_as is not None:
+            env["JUDGE_TRANSCRIPT"] = seen_as
+        if callable(stdin_json):
+            stdin_json = stdin_json(seen_as)
         if namespaces is None:
             namespaces = namespaces_wanted()
         argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces)

@@ -147,16 +147,14 @@ def test_updated_input_only_for_pre_tool_use_rewrites(tmp_path: Path) -> None:
 def test_transcript_flag_supplies_execution_summary(tmp_path: Path) -> None:
     transcript = tmp_path / "transcript.txt"
     transcript.write_text("user: please add tests\nassistant: done\n")
-    # The hook reports the execution_summary it got and the first line of the transcript
-    # (its own readable copy when it runs as another user: tests may run as root).
+    # The hook reads the file named by execution_summary and reports its first line.
     reader = {
         "type": "command",
-        "command": 'f=$(sed -n \'s/.*"execution_summary": "\\([^"]*\\)".*/\\1/p\'); '
-        'echo "$f|$(head -1 "$JUDGE_TRANSCRIPT")" >&2; exit 2',
+        "command": 'f=$(sed -n \'s/.*"execution_summary": "\\([^"]*\\)".*/\\1/p\'); head -1 "$f" >&2; exit 2',
     }
     config = write_config(tmp_path, {"Stop": [reader]})
     out = decided(run("--config", config, "--event", "Stop", "--transcript", str(transcript), stdin=STOP))
-    assert out["reason"] == f"{transcript}|user: please add tests"
+    assert out["reason"] == "user: please add tests"
     missing = run_here(
         "--config", config, "--event", "Stop", "--transcript", str(tmp_path / "nope.txt"), stdin=STOP
     )
