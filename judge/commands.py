@@ -142,6 +142,7 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
     copy = folder / ("transcript" + transcript.suffix)
     try:
         shutil.copyfile(transcript, copy)
+        copy.chmod(0o600)
     except OSError as exc:
         raise HookError(f"cannot copy the transcript for the hook: {exc}") from None
     give_to(user, folder, copy)
