@@ -124,7 +124,7 @@ def exec_hook(spec: Spec) -> NoReturn:
             signal.signal(sig, signal.SIG_DFL)
         _execvp(spec.argv)
     except OSError as exc:
-        _fail(f"cannot start the hook: {exc}")
+        _fail(f"cannot start the hook as uid {os.getuid()}: {exc}")
     except Exception as exc:  # nothing may escape into the hook's place
         _fail(f"cannot start the hook: {type(exc).__name__}: {exc}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 from pathlib import Path
 
@@ -117,3 +118,11 @@ def test_validate_warns_of_a_cwd_folder_that_does_not_exist(tmp_path: Path) -> N
     found = [str(f) for f in check_config(load_config(tmp_path / "agent.yaml"))]
     # ./run.sh is fine: it runs in checks/, which exists
     assert found == [f"warning: hooks.Stop[1].cwd: {tmp_path / 'missing'} is not a folder (yet)"]
+
+
+async def test_hooks_cannot_gain_privileges_and_the_judge_is_not_dumpable() -> None:
+    result = await run_command_hook(hook("grep NoNewPrivs /proc/self/status"), "{}")
+    assert result.stdout.split() == ["NoNewPrivs:", "1"]  # set-uid programs gain nothing
+    pr_get_dumpable = 3
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(pr_get_dumpable, 0, 0, 0, 0) == 0  # /proc/<judge>/* closed to its user
