@@ -183,7 +183,7 @@ async def run_command_hook(
             stdin_json = stdin_json(seen_as)
         if namespaces is None:
             namespaces = namespaces_wanted()
-        argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces)
+        argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces, limit)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,

@@ -155,11 +155,18 @@ def make_judge_undumpable() -> None:
         _undumpable = True
 
 
-def supervisor_argv(hook_argv: list[str], cwd: str, user: HookUser | None, namespaces: bool) -> list[str]:
+#: Seconds after the judge's deadline at which the supervisor stops the hook on its own.
+SUPERVISOR_GRACE = 2.0
+
+
+def supervisor_argv(
+    hook_argv: list[str], cwd: str, user: HookUser | None, namespaces: bool, deadline: float
+) -> list[str]:
     """The command that runs ``hook_argv`` under the per-hook supervisor."""
     ids = [str(user.uid), str(user.gid)] if user else ["-", "-"]
     flag = "1" if namespaces else "0"
-    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, *ids, flag, cwd, *hook_argv]
+    limit = f"{deadline + SUPERVISOR_GRACE:.3f}"
+    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, *ids, flag, limit, cwd, *hook_argv]
 
 
 def give_to(user: HookUser | None, *paths: Path) -> None:

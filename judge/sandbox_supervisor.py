@@ -1,7 +1,7 @@
 """The per-hook supervisor: a small stdlib-only program between the judge and a command hook.
 
-Run as ``python -I -S sandbox_supervisor.py UID GID NAMESPACES CWD HOOK_ARGV...`` (``-`` for
-no uid/gid, ``1``/``0`` for namespaces) with the hook's (already scrubbed) environment;
+Run as ``python -I -S sandbox_supervisor.py UID GID NAMESPACES DEADLINE CWD HOOK_ARGV...``
+(``-`` for no uid/gid, ``1``/``0`` for namespaces, seconds) with the hook's (already scrubbed) environment;
 stdin/stdout/stderr are the hook's. It
 
 * makes itself a child subreaper, so every orphan of the hook is re-parented to it;
@@ -10,7 +10,8 @@ stdin/stdout/stderr are the hook's. It
   hook sees no process outside, and the whole namespace dies with that init;
 * when running as root, runs the hook as ``uid``/``gid`` with no supplementary groups and
   ``no_new_privs`` (root-owned private files and processes are out of its reach);
-* on SIGTERM (the judge's deadline), or once the hook has exited, kills every process left
+* on SIGTERM (the judge's deadline), at its own ``DEADLINE`` (set a little later, for a
+  judge that died), or once the hook has exited, kills every process left
   below it (whatever it did to its session or process group) and reaps them all;
 * then exits the way the hook did (same exit code, or killed by the same signal).
 
@@ -43,18 +44,19 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 class Spec:
-    """What to run, from the command line: ``UID GID NAMESPACES CWD HOOK_ARGV...``."""
+    """What to run, from the command line: ``UID GID NAMESPACES DEADLINE CWD HOOK_ARGV...``."""
 
     def __init__(self, args: list[str]) -> None:
         self.uid = None if args[0] == "-" else int(args[0])
         self.gid = None if args[1] == "-" else int(args[1])
         self.namespaces = args[2] == "1"
-        self.cwd = args[3]
-        self.argv = args[4:]
+        self.deadline = float(args[3])
+        self.cwd = args[4]
+        self.argv = args[5:]
 
 
 class Deadline(Exception):
-    """The judge asked for everything to stop (SIGTERM)."""
+    """The judge asked for everything to stop (SIGTERM), or the deadline passed (SIGALRM)."""
 
 
 def _on_term(signum: int, frame: Any) -> None:
@@ -120,7 +122,8 @@ def exec_hook(spec: Spec) -> NoReturn:
             os.chdir(cwd)
         except OSError as exc:
             _fail(f"cannot enter the working directory {cwd}: {exc.strerror}")
-        for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig in (signal.SIGTERM, signal.SIGALRM, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
         _execvp(spec.argv)
     except OSError as exc:
@@ -189,6 +192,7 @@ def kill_everything_below() -> None:
 def _run_init(spec: Spec, status_fd: int, as_root: bool) -> NoReturn:
     """PID 1 of the hook's namespace: start the hook, reap orphans, report the hook's status."""
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the supervisor gone: the namespace goes too
+    signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _private_proc(as_root)
     hook = os.fork()
@@ -225,7 +229,11 @@ def _exit_like(status: int) -> NoReturn:
 
 def main(argv: list[str]) -> NoReturn:
     signal.signal(signal.SIGTERM, _on_term)
+    signal.signal(signal.SIGALRM, _on_term)
     spec = Spec(argv[1:])
+    # Its own deadline too, a little after the judge's: a judge killed meanwhile (kill -9)
+    # leaves no hook running forever.
+    signal.setitimer(signal.ITIMER_REAL, spec.deadline)
     as_root = os.geteuid() == 0
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     read_fd, write_fd = os.pipe()
@@ -246,6 +254,7 @@ def main(argv: list[str]) -> NoReturn:
             status = int(reported) if reported else status
     except Deadline:
         status = -1
+    signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     kill_everything_below()
     if status == -1:

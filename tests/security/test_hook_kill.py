@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -19,11 +21,15 @@ from judge.commands import run_command_hook
 from judge.config import Hook
 from tests.security.sandbox_probe import (
     MODES,
+    ROOT,
+    RUNNER,
     other_user_python,
     pids_with,
     run_judge,
+    site_packages,
     skip_unless_mode,
     token,
+    wait_for,
 )
 
 DAEMONIZE = (
@@ -120,3 +126,23 @@ def test_a_judge_without_root_kills_escaped_children_too() -> None:
         assert (result["timed_out"], result["stdout"]) == (True, "escaped\n"), mode
         assert time.monotonic() - start < 15
         assert pids_with(marker) == [], mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_judge_killed_mid_hook_leaves_nothing_running(mode: str) -> None:
+    """kill -9 of the judge: the supervisor still stops everything soon after the deadline."""
+    skip_unless_mode(mode)
+    marker, spelled = token()
+    hook = {"type": "command", "command": escape_command("setsid", spelled, "sleep 30"), "timeout": 1}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"}
+    judge = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(hook), mode], env=env, cwd="/")
+    try:
+        assert wait_for(marker), "the escaping child never started"
+    finally:
+        judge.kill()
+        judge.wait(timeout=30)
+    # Deadline (1 s) plus the supervisor's grace (2 s): gone well within 10 s.
+    deadline = time.monotonic() + 10
+    while pids_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_with(marker) == []
