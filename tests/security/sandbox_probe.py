@@ -4,19 +4,18 @@ their command line (pids inside a hook's PID namespace are not the host's)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import judge
-from judge.sandbox_supervisor import enter_namespaces
 
 ROOT = Path(judge.__file__).resolve().parent.parent
 
@@ -64,13 +63,17 @@ def wait_for(marker: str, within: float = 10.0) -> list[int]:
     return []
 
 
+@functools.cache
 def namespaces_work() -> bool:
-    """Whether this kernel lets the supervisor create its namespaces (tested in a child)."""
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if enter_namespaces(os.geteuid() == 0) else 1)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
+    """Whether this kernel lets the supervisor create its namespaces (tried in a fresh
+    process, as the supervisor is: a non-dumpable judge may not write its own id maps)."""
+    code = (
+        "import os, sys; from judge.sandbox_supervisor import enter_namespaces as e; "
+        "sys.exit(0 if e(os.geteuid() == 0) else 1)"
+    )
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=60, check=False)
+    return done.returncode == 0
 
 
 MODES = ["ns", "no-ns"]
@@ -83,8 +86,9 @@ def skip_unless_mode(mode: str) -> None:
         pytest.skip("this kernel refuses PID/user namespaces (the supervisor falls back)")
 
 
-def site_packages() -> str:
-    return sysconfig.get_paths()["purelib"]
+def python_path() -> str:
+    """A PYTHONPATH giving another Python process (or user) this process's imports."""
+    return os.pathsep.join([str(ROOT), *(p for p in sys.path if p)])
 
 
 def other_user_python() -> list[str] | None:
@@ -102,7 +106,7 @@ def other_user_python() -> list[str] | None:
                 "import subprocess, sys; "
                 "subprocess.run([sys.executable, '-c', 'import judge.commands'], check=True)",
             ],
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"},
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()},
             capture_output=True,
             timeout=60,
             check=False,
@@ -125,7 +129,7 @@ def run_judge(
     With ``via_shell`` the judge is started by a shell that stays its parent (holding the
     same environment), so a hook walking up its ancestors meets more than the judge.
     """
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"}
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()}
     argv = [*(python or [sys.executable]), "-c", RUNNER, json.dumps(hook), mode]
     if via_shell:
         argv = ["sh", "-c", '"$@"; status=$?; exit $status', "sh", *argv]
@@ -140,7 +144,7 @@ def user_namespaces_work(python: list[str]) -> bool:
         "import sys; from judge.sandbox_supervisor import enter_namespaces as e; "
         "sys.exit(0 if e(False) else 1)"
     )
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()}
     done = subprocess.run(
         [*python, "-c", code], env=env, capture_output=True, timeout=60, check=False, cwd="/"
     )

@@ -21,12 +21,11 @@ from judge.commands import run_command_hook
 from judge.config import Hook
 from tests.security.sandbox_probe import (
     MODES,
-    ROOT,
     RUNNER,
     other_user_python,
     pids_with,
+    python_path,
     run_judge,
-    site_packages,
     skip_unless_mode,
     token,
     wait_for,
@@ -134,7 +133,7 @@ def test_a_judge_killed_mid_hook_leaves_nothing_running(mode: str) -> None:
     skip_unless_mode(mode)
     marker, spelled = token()
     hook = {"type": "command", "command": escape_command("setsid", spelled, "sleep 30"), "timeout": 1}
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{ROOT}:{site_packages()}"}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()}
     judge = subprocess.Popen([sys.executable, "-c", RUNNER, json.dumps(hook), mode], env=env, cwd="/")
     try:
         assert wait_for(marker), "the escaping child never started"
