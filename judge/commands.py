@@ -137,6 +137,8 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
     """The transcript path a hook gets: its own copy when it runs as another user."""
     if user is None:
         return str(transcript)
+    if not transcript.is_file():  # never copy a FIFO or a device
+        raise HookError(f"the transcript is not a regular file: {transcript}")
     folder = Path(workdir) / ".judge"
     folder.mkdir(mode=0o700)
     copy = folder / ("transcript" + transcript.suffix)

@@ -126,3 +126,10 @@ async def test_hooks_cannot_gain_privileges_and_the_judge_is_not_dumpable() -> N
     pr_get_dumpable = 3
     libc = ctypes.CDLL(None, use_errno=True)
     assert libc.prctl(pr_get_dumpable, 0, 0, 0, 0) == 0  # /proc/<judge>/* closed to its user
+
+
+async def test_a_transcript_that_is_not_a_regular_file_is_never_copied() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("the transcript is copied only for hooks that run as another user")
+    with pytest.raises(HookError, match="the transcript is not a regular file: /dev/zero"):
+        await run_command_hook(hook("true"), "{}", transcript=Path("/dev/zero"))
