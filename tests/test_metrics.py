@@ -146,7 +146,14 @@ def test_flip_rate_across_repeats() -> None:
     ]
     report = compute_report(results)
     assert report["repeats"] == 2
-    assert report["flips"] == {"flipped": 1, "eligible": 2}  # c has one usable repeat only
+    assert report["flips"] == {  # c has one usable repeat only
+        "flipped": 1,
+        "eligible": 2,
+        "disagreeingPairs": 1,
+        "pairs": 2,
+        "repeats": 2,
+    }
+    assert report["pairFlipRate"] == 0.5
     assert report["flipRate"] == pytest.approx(0.5)
     assert report["ci95"]["flipRate"] == pytest.approx(list(wilson_interval(1, 2)), abs=1e-6)
 
