@@ -58,7 +58,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     for i in range(k):
         term = term * (n - i) // (i + 1)
         total += term
-    return min(1.0, 2.0 * (total / 2**n))
+    return min(1.0, 2.0 * (total / (1 << n)))
 
 
 class ItemPair(BaseModel):
