@@ -90,8 +90,11 @@ def test_wilson_interval_reference_values() -> None:
     lo, hi = wilson_interval(10, 10)
     assert lo == pytest.approx(0.7225, abs=1e-4) and hi == 1.0
     assert wilson_interval(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        wilson_interval(11, 10)
+    # The guard's own message: without it math.sqrt would raise a ValueError of its own
+    # ("math domain error") for these, or return a meaningless interval.
+    for bad in (11, -1):
+        with pytest.raises(ValueError, match=r"successes must be between 0 and n \(10\), got"):
+            wilson_interval(bad, 10)
 
 
 def test_no_positive_labels() -> None:

@@ -126,7 +126,8 @@ async def test_forced_stop_end_to_end_counts_as_block(tmp_path: Path) -> None:
     case = Case.model_validate({"id": "x", "context": {"final_output": "half"}, "label": "block"})
     [result] = await run_cases(config_from_data(config), "Stop", [case], base_dir=tmp_path)
     assert (result.decision, result.forced_stop) == ("allow", True)  # results.jsonl: the gate's decision
-    assert compute_report([result])["recall"] == 1.0  # metrics: the judge's block
+    report = compute_report([result])
+    assert (report["recall"], report["forcedStops"]) == (1.0, 1)  # metrics: the judge's block
 
 
 def flip_results(decisions: dict[str, list[str]]) -> list[CaseResult]:
