@@ -174,3 +174,14 @@ async def test_attempts_get_a_share_of_the_remaining_time_and_the_last_one_all_o
     assert attempt_timeout(30) == pytest.approx(20)
     assert attempt_timeout(3) == pytest.approx(2)
     assert attempt_timeout(1) == 1  # a third of it would be too short for a retry
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_model_that_never_answers_is_named_when_the_hook_times_out(fmt: str) -> None:
+    with LLMServer(default=hang()) as server:
+        url = server.openai_base_url if fmt == "openai" else server.anthropic_base_url
+        message = await judge_error(env_for(fmt, url), timeout=1)
+    assert message == f"the judgement timed out after 1s waiting for {fmt}:judge-test" or (
+        message.startswith("provider failed after ")
+        and f"{fmt}:judge-test: no answer from {url} in time" in message
+    )
