@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from judge.errors import ConfigError, ContextError
+from judge.model_flag import ModelFlag
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -247,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--model", action=ModelFlag, help="judge every prompt hook with this tier or model")
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
