@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = sorted(
-    [REPO / "README.md", *(REPO / "docs").glob("*.md"), *(REPO / "prompts").glob("*.md")]
-    + [*(REPO / "evals").glob("*.md"), *(REPO / "bench").glob("*.md"), *(REPO / "examples").rglob("*.md")]
-)
+FOLDERS = ("docs", "prompts", "evals", "bench", "examples")
+DOCS = sorted([REPO / "README.md", *(p for folder in FOLDERS for p in (REPO / folder).rglob("*.md"))])
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#+\s+(.*)$", re.MULTILINE)
 #: Documents that exist outside this repository only; citing them leaves readers stranded.
