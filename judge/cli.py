@@ -14,7 +14,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from judge import __version__
 from judge.errors import ConfigError, ContextError
+from judge.model_flag import ModelFlag
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -75,6 +77,12 @@ def cmd_config_schema(args: argparse.Namespace) -> int:
 
     print(json.dumps(config_json_schema(), indent=2))
     return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from judge.starter import init_main
+
+    return init_main(args)
 
 
 # ---------------------------------------------------------------------------
@@ -195,7 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="judge",
         description="An LLM-as-judge quality gate for AI agents.",
     )
+    parser.add_argument("--version", action="version", version=f"judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("init", help="write a starter config and a labelled smoke suite")
+    p.add_argument("dir", nargs="?", default=".", help="folder to write into (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("validate", help="validate a hook configuration")
     p.add_argument("config", help="YAML or JSON hook configuration")
@@ -264,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--model", action=ModelFlag, help="judge every prompt hook with this tier or model")
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
@@ -320,6 +335,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     parser = build_parser()
+    if not arguments:  # `judge` alone: the help, with argparse's usage-error status
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(arguments)
     if stdin_text is not None:
         args.stdin_text = stdin_text

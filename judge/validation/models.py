@@ -16,7 +16,7 @@ from judge.errors import HookError
 from judge.llm.tiers import ALIASES, PROVIDERS, TIERS, canonical_tier
 
 #: ``fake:<mode>`` forms (besides ``fake:<script file>``).
-FAKE_MODES: tuple[str, ...] = ("allow", "block", "reasonless", "error", "heuristic")
+FAKE_MODES: tuple[str, ...] = ("allow", "block", "reasonless", "error", "heuristic", "optimizer")
 _TIER_NAMES: dict[str, str] = {t.lower(): t for t in TIERS} | {alias: alias for alias in ALIASES}
 
 
@@ -49,7 +49,7 @@ def fake_problem(spec: str, base_dir: Path | None) -> str | None:
         return f"unknown fake model 'fake:{spec}' (did you mean {suggestion}?)"
     return (
         f"unknown fake model 'fake:{spec}': use fake:allow, fake:block[:reason], fake:reasonless, "
-        "fake:error, fake:heuristic or fake:<script.json|yaml> (no such file)"
+        "fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml> (no such file)"
     )
 
 
