@@ -25,12 +25,14 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
-import signal
 import sys
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs milliseconds to import, at every hook
+if TYPE_CHECKING:  # typing and signal (its enums) cost milliseconds at every hook
+    import signal
     from typing import Any, NoReturn
+else:
+    import _signal as signal  # the same functions and constants, as plain ints
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
