@@ -22,9 +22,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-import logging
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +32,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -51,7 +49,9 @@ from judge.server_bodies import (
     json_response,
 )
 from judge.server_files import confine_path, remove_private, write_private
+from judge.server_limits import BodyDeadline, ConnectionLimits, configure
 from judge.server_locks import SessionLocks
+from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
 from judge.server_service import STATE_DB, ServerSettings, Service
 
 __all__ = [
@@ -76,9 +76,6 @@ __all__ = [
 
 #: Environment variable holding the bearer token; unset or empty means no auth.
 TOKEN_ENV = "JUDGE_API_TOKEN"
-
-access_log = logging.getLogger("judge.server.access")
-error_log = logging.getLogger("judge.server")
 
 
 # ---------------------------------------------------------------------------
@@ -158,7 +155,10 @@ async def _on_api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     if exc.status >= 500:
         error_log.error("%s %s: %s %s", request.method, request.url.path, exc.message, exc.problems or "")
-    return error_response(exc.status, exc.message, exc.problems)
+    response = error_response(exc.status, exc.message, exc.problems)
+    if exc.status == 408:  # the rest of the request is never read: the connection cannot be reused
+        response.headers["connection"] = "close"
+    return response
 
 
 async def _on_http_error(request: Request, exc: Exception) -> Response:
@@ -166,6 +166,11 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     response = error_response(exc.status_code, str(exc.detail), None)
     response.headers.update(exc.headers or {})
     return response
+
+
+async def _on_disconnect(request: Request, exc: Exception) -> Response:
+    # Nobody reads this answer; it only gives the request log line a status.
+    return error_response(400, "the client disconnected before sending the whole request")
 
 
 async def _on_bug(request: Request, exc: Exception) -> Response:
@@ -182,6 +187,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # Enough threads that SQLite/audit writes of many concurrent requests don't queue.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, "judge-io"))
+        limit_log_rates()  # uvicorn has set up its loggers by now
         try:
             yield
         finally:
@@ -196,30 +202,20 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
     ]
     app = Starlette(
         routes=[Route(path, fn, methods=methods) for path, fn, methods in routes],
-        middleware=[Middleware(ServiceMiddleware, settings=settings)],
+        middleware=[
+            Middleware(ServiceMiddleware, settings=settings),
+            Middleware(BodyDeadline, timeout=settings.body_timeout),
+        ],
         exception_handlers={
             ApiError: _on_api_error,
             HTTPException: _on_http_error,
+            ClientDisconnect: _on_disconnect,
             Exception: _on_bug,
         },
         lifespan=lifespan,
     )
     app.state.service = service
     return app
-
-
-def configure_logging() -> None:
-    """Request log lines (already JSON) and errors go to stderr, one per line."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    access_log.handlers = [handler]
-    access_log.setLevel(logging.INFO)
-    access_log.propagate = False
-    error_handler = logging.StreamHandler(sys.stderr)
-    error_handler.setFormatter(logging.Formatter("judge serve: %(levelname)s %(message)s"))
-    error_log.handlers = [error_handler]
-    error_log.setLevel(logging.INFO)
-    error_log.propagate = False
 
 
 # ---------------------------------------------------------------------------
@@ -235,6 +231,9 @@ def settings_to_env(config_path: str | None, settings: ServerSettings) -> str:
             "data_dir": str(settings.data_dir),
             "transcripts_dir": str(settings.transcripts_dir) if settings.transcripts_dir else None,
             "max_body": settings.max_body,
+            "header_timeout": settings.header_timeout,
+            "body_timeout": settings.body_timeout,
+            "max_connections": settings.max_connections,
         }
     )
 
@@ -250,5 +249,9 @@ def app_from_env() -> Starlette:
         transcripts_dir=Path(raw["transcripts_dir"]) if raw.get("transcripts_dir") else None,
         max_body=int(raw["max_body"]),
         api_token=os.environ.get(TOKEN_ENV) or None,
+        header_timeout=float(raw["header_timeout"]),
+        body_timeout=float(raw["body_timeout"]),
+        max_connections=raw["max_connections"],
     )
+    configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
     return create_app(settings)

@@ -21,6 +21,7 @@ from judge.gate import Gate
 from judge.server_agents import AGENT_NAME, agent_from_document, agent_properties, check_name
 from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
 from judge.server_files import confine_path, remove_private, write_private
+from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_locks import SessionLocks
 from judge.state import Store
 
@@ -40,6 +41,12 @@ class ServerSettings:
     transcripts_dir: Path | None = None
     max_body: int = DEFAULT_MAX_BODY
     api_token: str | None = None
+    #: Seconds a client has to send its request headers (:mod:`judge.server_limits`).
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    #: Seconds a client has to send the whole body once the headers are in.
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    #: Open connections per worker; None: derived from the file descriptor limit.
+    max_connections: int | None = None
 
 
 class Service:
