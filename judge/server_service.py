@@ -20,7 +20,13 @@ from judge.errors import ConfigError, ContextError
 from judge.gate import Gate
 from judge.server_agents import AGENT_NAME, agent_from_document, agent_properties, check_name
 from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
-from judge.server_files import confine_path, remove_private, write_private
+from judge.server_files import (
+    confine_path,
+    private_folder,
+    remove_folder,
+    snapshot_confined,
+    write_private,
+)
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_locks import SessionLocks
 from judge.state import Store
@@ -122,16 +128,24 @@ class Service:
             parse_context(event, context)
         except ContextError as exc:
             raise ApiError(400, str(exc)) from None
-        if context.get("execution_summary") is not None:
-            if transcript is not None:
-                raise ApiError(400, "give either execution_summary or an inline transcript, not both")
-            root = self.transcripts_root
-            context["execution_summary"] = await asyncio.to_thread(
-                confine_path, context["execution_summary"], root
-            )
+        summary = context.get("execution_summary")
+        if summary is not None and transcript is not None:
+            raise ApiError(400, "give either execution_summary or an inline transcript, not both")
+        resolved = None
+        if summary is not None:
+            resolved = Path(await asyncio.to_thread(confine_path, summary, self.transcripts_root))
         gate = Gate(await self._engine(context.get("agent_name")), self.store, self.audit)
-        path = await asyncio.to_thread(write_private, transcript) if transcript is not None else None
+        # Created here and removed in ``finally`` without awaiting: nothing of a private
+        # transcript (inline, or the snapshot of an execution_summary file) outlives the
+        # request, even one cancelled or timed out.
+        folder = private_folder() if summary is not None or transcript is not None else None
         try:
+            path = None
+            if transcript is not None:
+                path = await asyncio.to_thread(write_private, transcript, folder)
+            elif resolved is not None and folder is not None and self.transcripts_root is not None:
+                snapshot = await asyncio.to_thread(snapshot_confined, resolved, self.transcripts_root, folder)
+                context["execution_summary"] = str(snapshot)
             if session_id is not None and event in STOP_EVENTS:
                 async with self.sessions.hold(session_id):
                     decision = await gate.decide(event, context, transcript=path, session_id=session_id)
@@ -140,8 +154,8 @@ class Service:
         except ContextError as exc:
             raise ApiError(400, str(exc)) from None
         finally:
-            if path is not None:
-                await asyncio.to_thread(remove_private, path)
+            if folder is not None:
+                remove_folder(folder)
         return json_response(decision.to_json())
 
     async def _engine(self, agent_name: Any) -> Engine:
