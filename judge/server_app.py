@@ -53,6 +53,7 @@ from judge.server_limits import BodyDeadline, ConnectionLimits, configure
 from judge.server_locks import SessionLocks
 from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
 from judge.server_service import STATE_DB, ServerSettings, Service
+from judge.server_workers import watch_master
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -241,6 +242,7 @@ def settings_to_env(config_path: str | None, settings: ServerSettings) -> str:
 def app_from_env() -> Starlette:
     """App factory for worker processes (settings in ``JUDGE_SERVE_SETTINGS``)."""
     configure_logging()
+    watch_master()
     raw = json.loads(os.environ[SETTINGS_ENV])
     config = load_config(raw["config"]) if raw.get("config") else Config()
     settings = ServerSettings(
