@@ -3,6 +3,7 @@
 Endpoints (handlers in :mod:`judge.server_service`):
 
 * ``GET /healthz`` — liveness, never authenticated;
+* ``GET /openapi.json`` — the OpenAPI document (:mod:`judge.server_openapi`), never authenticated;
 * ``PUT|GET|DELETE /api/v2/extendedAgent/agents/{name}`` — custom agents, stored in
   the SQLite state database of the data dir; ``GET /api/v2/extendedAgent/agents`` lists them;
 * ``POST /api/v2/hooks/{event}`` — the context JSON (plus optional inline ``transcript``
@@ -52,6 +53,7 @@ from judge.server_files import confine_path, remove_private, write_private
 from judge.server_limits import BodyDeadline, ConnectionLimits, configure
 from judge.server_locks import SessionLocks
 from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
+from judge.server_openapi import openapi_document
 from judge.server_service import STATE_DB, ServerSettings, Service
 from judge.server_workers import watch_master
 
@@ -77,6 +79,8 @@ __all__ = [
 
 #: Environment variable holding the bearer token; unset or empty means no auth.
 TOKEN_ENV = "JUDGE_API_TOKEN"
+#: Paths answered without a token.
+PUBLIC_PATHS = ("/healthz", "/openapi.json")
 
 
 # ---------------------------------------------------------------------------
@@ -130,7 +134,7 @@ class ServiceMiddleware:
 
     def _refusal(self, scope: Scope) -> Response | None:
         headers = {k.lower(): v for k, v in scope.get("headers", [])}
-        if self.token is not None and scope.get("path") != "/healthz":
+        if self.token is not None and scope.get("path") not in PUBLIC_PATHS:
             auth = headers.get(b"authorization", b"")
             scheme, _, given = auth.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
@@ -179,6 +183,10 @@ async def _on_bug(request: Request, exc: Exception) -> Response:
     return error_response(500, "internal error")
 
 
+async def _openapi(request: Request) -> Response:
+    return json_response(openapi_document())
+
+
 def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> Starlette:
     """The ASGI app. ``judge`` evaluates prompt hooks (default: the LLM judge)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -197,6 +205,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
     handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, handler, list[str]]] = [
         ("/healthz", service.healthz, ["GET"]),
+        ("/openapi.json", _openapi, ["GET"]),
         ("/api/v2/extendedAgent/agents", service.list_agents, ["GET"]),
         ("/api/v2/extendedAgent/agents/{name}", service.agent, ["GET", "PUT", "DELETE"]),
         ("/api/v2/hooks/{event}", service.hook, ["POST"]),

@@ -16,9 +16,18 @@ from tests.test_server import REPO, Service
 class LimitedService(Service):
     """`judge serve` started with ``RLIMIT_NOFILE`` set to ``nofile`` = (soft, hard)."""
 
-    def __init__(self, workdir: Path, args: list[str], nofile: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        args: list[str],
+        nofile: tuple[int, int] | None = None,
+        env_extra: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         super().__init__(workdir, args)
         self.nofile = nofile
+        self.env_extra = env_extra or {}
+        self.cwd = cwd
 
     def start(self) -> LimitedService:
         nofile = self.nofile
@@ -28,10 +37,12 @@ class LimitedService(Service):
                 resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "OPENAI_", "ANTHROPIC_"))}
+        env["PYTHONPATH"] = str(REPO)
+        env.update(self.env_extra)
         with self.log.open("wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "judge", "serve", "--port", "0", *self.args],
-                cwd=REPO,
+                cwd=self.cwd or REPO,
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=err,
