@@ -173,3 +173,27 @@ def test_request_lines_are_rate_limited_and_stay_json(tmp_path, monkeypatch):
         server_logs.configure_logging()
     assert len(records) == 6
     assert json.loads(records[-1]) == {"path": "/later", "droppedBefore": 45}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--header-timeout", "0", "--header-timeout must be a positive number of seconds"),
+        ("--body-timeout", "nan", "--body-timeout must be a positive number of seconds"),
+        ("--max-connections", "0", "--max-connections must be between 1 and"),
+    ],
+)
+def test_bad_limit_flags_are_refused(tmp_path, flag, value, message):
+    import subprocess
+    import sys
+
+    from tests.test_server import REPO
+
+    done = subprocess.run(
+        [sys.executable, "-m", "judge", "serve", "--port", "0", "--data-dir", str(tmp_path), flag, value],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
