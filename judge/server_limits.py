@@ -17,6 +17,11 @@ of the process. Here:
 * :func:`raise_fd_limit` and :func:`default_max_connections`: the soft ``RLIMIT_NOFILE``
   is raised to the hard limit at start, and the default cap leaves room under it for the
   descriptors a request uses (state database, hook processes, provider connections).
+
+Why not another server: hypercorn has read timeouts, but the service's socket binding,
+``--workers`` supervision and graceful shutdown are built on uvicorn; the two rules it
+lacks fit in this small subclass of its h11 protocol (the protocol ``judge serve``
+selects explicitly, so uvicorn never picks a different one).
 """
 
 from __future__ import annotations
