@@ -49,7 +49,7 @@ from judge.server_bodies import (
     error_response,
     json_response,
 )
-from judge.server_files import confine_path, remove_private, write_private
+from judge.server_files import confine_path, remove_private, sweep_private_folders, write_private
 from judge.server_limits import BodyDeadline, ConnectionLimits, configure
 from judge.server_locks import SessionLocks
 from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
@@ -190,6 +190,7 @@ async def _openapi(request: Request) -> Response:
 def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> Starlette:
     """The ASGI app. ``judge`` evaluates prompt hooks (default: the LLM judge)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    sweep_private_folders()  # transcripts left behind by a service killed mid-request
     service = Service(settings, judge)
 
     @asynccontextmanager

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,27 @@ def snapshot_confined(resolved: Path, root: Path, folder: Path) -> Path:
     except OSError as exc:
         raise ApiError(400, f"execution_summary: cannot read: {exc.strerror or exc}") from None
     return target
+
+
+#: Private folders older than this are left over from a service that was killed mid-request.
+STALE_SECONDS = 24 * 3600
+
+
+def sweep_private_folders(max_age: float = STALE_SECONDS) -> int:
+    """Remove this user's :func:`private_folder` leftovers older than ``max_age`` seconds
+    (a request never lasts that long, so none is in use); how many were removed."""
+    cutoff = time.time() - max_age
+    removed = 0
+    for folder in Path(tempfile.gettempdir()).glob(PRIVATE_PREFIX + "*"):
+        try:
+            info = folder.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mtime >= cutoff:
+                continue
+            remove_folder(folder)
+            removed += 1
+        except OSError:
+            continue
+    return removed
 
 
 def private_folder() -> Path:

@@ -177,3 +177,15 @@ def test_a_file_swapped_for_a_fifo_is_refused_without_blocking(tmp_path):
     os.mkfifo(root / "sub" / "t.txt")
     with pytest.raises(ApiError, match="not a regular file"):
         open_confined(resolved, root.resolve())
+
+
+def test_private_folders_left_by_a_killed_service_are_swept_at_start(tmp_path, private_tmp):
+    stale = private_tmp / "judge-private-stale"
+    fresh = private_tmp / "judge-private-fresh"
+    for folder in (stale, fresh):
+        folder.mkdir(mode=0o700)
+        (folder / "transcript.txt").write_text("user: a private plan\n")
+    day_ago = stale.stat().st_mtime - 2 * 24 * 3600
+    os.utime(stale, (day_ago, day_ago))
+    _app(tmp_path, Stuck())
+    assert not stale.exists() and (fresh / "transcript.txt").exists()
