@@ -141,7 +141,7 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
         raise HookError(f"the transcript is not a regular file: {transcript}")
     folder = Path(workdir) / ".judge"
     folder.mkdir(mode=0o700)
-    copy = folder / ("transcript" + transcript.suffix)
+    copy = folder / transcript.name
     try:
         shutil.copyfile(transcript, copy)
         copy.chmod(0o600)
