@@ -346,6 +346,7 @@ hooks:
       prompt: |
         Is editing {{ tool_input.file_path }} for ticket {{ context.ticket.id }} safe?
         {% for name in context.files %}{{ name }}{% endfor %}{% if tool_input.old_string %}diff{% endif %}
+        {{ context.retries + 1 }}
         $ARGUMENTS
   Stop:
     - prompt: |

@@ -159,7 +159,9 @@ def template_problems(
     except jinja2.UndefinedError as exc:
         message = exc.message or "undefined"
         match = _UNDEFINED.fullmatch(message)
-        hint = _undefined_hint(match.group(1), event, template_variables(full)) if match else ""
+        if match is None:  # e.g. arithmetic on a key the sample data lacks: not knowable here
+            return [], []
+        hint = _undefined_hint(match.group(1), event, template_variables(full))
         return [f"{_place(exc, base_dir)}: {message}{hint}"], []
     except Exception as exc:  # any other failure of the sample render (TypeError, ...)
         return [f"{_place(exc, base_dir)}: {type(exc).__name__}: {exc}"], []
