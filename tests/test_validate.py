@@ -174,6 +174,15 @@ WARNINGS = [
         code=0,
     ),
     Case(
+        "template that fails on the sample data",
+        stop("Check the final answer.\n{{ '%d' | format(final_output) }}"),
+        [
+            "warning: hooks.Stop[0].prompt: line 2: fails on the sample context (TypeError: "
+            "%d format: a real number is required, not str); make sure real contexts cannot"
+        ],
+        code=0,
+    ),
+    Case(
         "optional context field without a default",
         stop("Check the final answer of {{ agent_name }}."),
         [

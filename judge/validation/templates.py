@@ -163,8 +163,11 @@ def template_problems(
             return [], []
         hint = _undefined_hint(match.group(1), event, template_variables(full))
         return [f"{_place(exc, base_dir)}: {message}{hint}"], []
-    except Exception as exc:  # any other failure of the sample render (TypeError, ...)
-        return [f"{_place(exc, base_dir)}: {type(exc).__name__}: {exc}"], []
+    except Exception as exc:  # e.g. IndexError from the sample data: other data may pass
+        where = _place(exc, base_dir)
+        return [], [
+            f"{where}: fails on the sample context ({type(exc).__name__}: {exc}); make sure real contexts cannot"
+        ]
     warnings: list[str] = []
     try:
         _render(template, sample_context(event, agent_name, minimal=True))
