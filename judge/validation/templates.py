@@ -165,9 +165,8 @@ def template_problems(
         return [f"{_place(exc, base_dir)}: {message}{hint}"], []
     except Exception as exc:  # e.g. IndexError from the sample data: other data may pass
         where = _place(exc, base_dir)
-        return [], [
-            f"{where}: fails on the sample context ({type(exc).__name__}: {exc}); make sure real contexts cannot"
-        ]
+        problem = f"{type(exc).__name__}: {exc}"
+        return [], [f"{where}: fails on the sample context ({problem}); make sure real contexts cannot"]
     warnings: list[str] = []
     try:
         _render(template, sample_context(event, agent_name, minimal=True))
