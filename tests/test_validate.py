@@ -176,6 +176,15 @@ WARNINGS = [
         code=0,
     ),
     Case(
+        "template that fails on the sample data",
+        stop("Check the final answer.\n{{ '%d' | format(final_output) }}"),
+        [
+            "warning: hooks.Stop[0].prompt: line 2: fails on the sample context (TypeError: "
+            "%d format: a real number is required, not str); make sure real contexts cannot"
+        ],
+        code=0,
+    ),
+    Case(
         "optional context field without a default",
         stop("Check the final answer of {{ agent_name }}."),
         [
@@ -339,3 +348,32 @@ def test_claude_code_lets_a_stop_through_and_says_why(
     assert code == 0
     assert "decision" not in answer  # a config that cannot run never blocks the stop (fake:block would)
     assert LOCATED in str(answer["systemMessage"])
+
+
+LEGIT = """\
+hooks:
+  PreToolUse:
+    - matcher: Edit|Write
+      prompt: |
+        Is editing {{ tool_input.file_path }} for ticket {{ context.ticket.id }} safe?
+        {% for name in context.files %}{{ name }}{% endfor %}{% if tool_input.old_string %}diff{% endif %}
+        {{ context.retries + 1 }}
+        $ARGUMENTS
+  Stop:
+    - prompt: |
+        {% set marker = "DONE" %}{% include "format_marker.j2" %}
+        Agent: {{ agent_name | default("an agent") }}, turn {{ context.current_turn | default(0) }}.
+"""
+
+
+def test_keys_the_sample_lacks_are_not_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tool inputs and custom fields vary: a key the sample context lacks is no problem,
+    an undefined name still is (also when chained)."""
+    path = write(tmp_path, Case("legit", LEGIT, []))
+    assert validate(path, capsys, "--strict")[:2] == (0, [])
+    path.write_text(LEGIT.replace("{{ tool_input.file_path }}", "{{ tool_inptu.file_path }}"))
+    code, lines, _ = validate(path, capsys)
+    assert (code, lines) == (
+        1,
+        ["hooks.PreToolUse[0].prompt: line 1: 'tool_inptu' is undefined (did you mean tool_input?)"],
+    )

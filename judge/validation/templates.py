@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+from jinja2.utils import missing
 
 from judge.config import STOP_EVENTS
 from judge.llm.prompts import (
@@ -35,6 +38,45 @@ OPTIONAL_FIELDS: tuple[str, ...] = (
 SAMPLE_ANSWER = "Sample final answer 7f3a: all requested changes are done."
 _ANSWER_WORDS = re.compile(r"final[_ ]output|final answer|answer|response", re.IGNORECASE)
 _UNDEFINED = re.compile(r"'([^']+)' is undefined")
+
+
+class SampleUndefined(jinja2.ChainableUndefined):
+    """Undefined names fail (strict, as at run time); a key the *sample data* lacks
+    (``{{ tool_input.file_path }}``, ``{{ context.ticket.id }}``) renders empty, because
+    the real tool input or custom field may well have it."""
+
+    __slots__ = ()
+
+    def _check(self) -> None:
+        if self._undefined_obj is missing:
+            self._fail_with_undefined_error()
+
+    def __str__(self) -> str:
+        self._check()
+        return ""
+
+    def __iter__(self) -> Iterator[Any]:
+        self._check()
+        return iter(())
+
+    def __bool__(self) -> bool:
+        self._check()
+        return False
+
+    def __len__(self) -> int:
+        self._check()
+        return 0
+
+
+def _sample_environment(base_dir: Path | None) -> SandboxedEnvironment:
+    """The hook templates' environment (same loader) with :class:`SampleUndefined`."""
+    shared = template_environment(base_dir)
+    return SandboxedEnvironment(
+        loader=shared.loader,
+        undefined=SampleUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+    )
 
 
 def sample_context(event: str, agent_name: str | None = None, *, minimal: bool = False) -> dict[str, Any]:
@@ -105,7 +147,7 @@ def template_problems(
     prompt: str, event: str, agent_name: str | None, base_dir: Path | None
 ) -> tuple[list[str], list[str]]:
     """(errors, warnings) of one prompt hook's template, each starting with its line."""
-    env = template_environment(base_dir)
+    env = _sample_environment(base_dir)
     full = sample_context(event, agent_name)
     try:
         template = env.from_string(prompt.replace(ARGUMENTS, PLACEHOLDER))
@@ -117,10 +159,14 @@ def template_problems(
     except jinja2.UndefinedError as exc:
         message = exc.message or "undefined"
         match = _UNDEFINED.fullmatch(message)
-        hint = _undefined_hint(match.group(1), event, template_variables(full)) if match else ""
+        if match is None:  # e.g. arithmetic on a key the sample data lacks: not knowable here
+            return [], []
+        hint = _undefined_hint(match.group(1), event, template_variables(full))
         return [f"{_place(exc, base_dir)}: {message}{hint}"], []
-    except Exception as exc:  # any other failure of the sample render (TypeError, ...)
-        return [f"{_place(exc, base_dir)}: {type(exc).__name__}: {exc}"], []
+    except Exception as exc:  # e.g. IndexError from the sample data: other data may pass
+        where = _place(exc, base_dir)
+        problem = f"{type(exc).__name__}: {exc}"
+        return [], [f"{where}: fails on the sample context ({problem}); make sure real contexts cannot"]
     warnings: list[str] = []
     try:
         _render(template, sample_context(event, agent_name, minimal=True))
