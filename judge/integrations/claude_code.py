@@ -46,6 +46,7 @@ from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, HookSet, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
 from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
+from judge.validation import runnable
 
 SUPPORTED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
 #: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
@@ -313,7 +314,7 @@ def main(args: argparse.Namespace) -> int:
         _warn("no configuration: pass --config CONFIG or set JUDGE_CONFIG; not blocking")
         return 0
     try:
-        config = load_config(config_path)
+        config = runnable(load_config(config_path))  # templates and models checked too
     except ConfigError as exc:
         for problem in exc.problems:
             _warn(f"{config_path}: {problem}")
