@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge.errors import ConfigError
+from judge.files import FileTooLarge, NotARegularFile, read_text
 
 #: Events a configuration may define hooks for. ``SubagentStop`` follows the Stop rules.
 EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
@@ -594,9 +595,11 @@ def load_config(path: str | Path) -> Config:
     """Read, parse and validate a config file (YAML or JSON)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, "config file")
     except FileNotFoundError:
         raise ConfigError([f"file not found: {p}"], str(p)) from None
+    except (NotARegularFile, FileTooLarge) as exc:
+        raise ConfigError([str(exc)], str(p)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read {p}: {exc}"], str(p)) from None
     return config_from_data(parse_document(text, str(p)), base_dir=p.resolve().parent, source=str(p))

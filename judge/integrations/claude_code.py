@@ -48,7 +48,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
+from judge.files import open_regular, text_lines
 from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+from judge.transcripts import MAX_LINE_BYTES
 
 SUPPORTED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
 #: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
@@ -131,9 +133,9 @@ def rendered_transcript(jsonl: Path | None) -> Iterator[tuple[Path | None, str |
         try:
             with (
                 os.fdopen(fd, "w", encoding="utf-8") as out,
-                jsonl.open("r", encoding="utf-8", errors="replace") as src,
+                open_regular(jsonl, "transcript") as src,
             ):
-                for raw in src:
+                for raw in text_lines(src, MAX_LINE_BYTES):
                     for line in renderer.feed(raw):
                         out.write(line)
                         out.write("\n")
