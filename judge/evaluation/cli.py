@@ -9,7 +9,6 @@ the finished results stay in ``DIR/results.jsonl``; ``--resume`` continues).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -21,6 +20,7 @@ from typing import Any
 from judge.audit import now_iso
 from judge.decision import PromptJudge
 from judge.evaluation.cache import JudgementCache
+from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import THRESHOLD_METRICS, canonical_metric, compute_report, metric_value
 from judge.evaluation.progress import make_progress
@@ -188,10 +188,11 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     writer = ResultsWriter(results_path, truncate=not args.resume)
     progress = make_progress(quiet=quiet)
     interrupted = False
+    guard = InterruptGuard()
     started_at = now_iso()
     started = time.perf_counter()
     try:
-        asyncio.run(
+        completed = guard.run(
             run_cases(
                 suite.config,
                 suite.event,
@@ -206,6 +207,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
                 skip=skip,
             )
         )
+        interrupted = completed is None
     except KeyboardInterrupt:
         interrupted = True
     finally:
