@@ -23,6 +23,14 @@ _T = TypeVar("_T")
 STOPPING_NOTE = "judge eval: stopping; the finished results are kept (press Ctrl-\\ to abort)"
 
 
+def ignore_interrupts() -> None:
+    """Ignore SIGINT from now until the process exits (after a first Ctrl-C was handled)."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread
+        pass
+
+
 class InterruptGuard:
     """Runs a coroutine with graceful SIGINT handling (in the main thread; elsewhere a
     plain :func:`asyncio.run`). ``interrupted`` tells whether a SIGINT stopped it."""

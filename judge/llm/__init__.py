@@ -16,6 +16,7 @@ from concurrent.futures import Executor
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
+from judge.files import NotARegularFile
 from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
@@ -72,7 +73,9 @@ class LLMJudge:
             async with asyncio.timeout_at(deadline):
                 return await self._evaluate(request, model, env, deadline)
         except TimeoutError:
-            raise HookError(f"the judgement timed out after {hook.timeout}s", model=model.label) from None
+            raise HookError(
+                f"the judgement timed out after {hook.timeout}s waiting for {model.label}", model=model.label
+            ) from None
         except HookError as exc:
             if exc.model is None:
                 exc.model = model.label
@@ -96,6 +99,8 @@ class LLMJudge:
                     rendered = await loop.run_in_executor(
                         executor, prepare_transcript, request.transcript_path, budget.check
                     )
+                except NotARegularFile as exc:
+                    raise HookError(str(exc)) from None
                 except OSError as exc:
                     raise HookError(
                         f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"

@@ -158,7 +158,8 @@ def test_eval_with_a_special_execution_summary_records_a_hook_error(special, tmp
     suite = _suite(tmp_path, row=row)
     out = tmp_path / "out"
     done = judge("eval", str(suite), "--out", str(out), "--quiet", "--no-cache")
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode == 2 and "every judgement errored" in done.stderr, done.stderr
+    assert _refused(done.stderr, special)
     [result] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert _refused(json.dumps(result), special), result
 
