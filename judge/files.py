@@ -36,28 +36,29 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-class NotARegularFile(OSError):
-    """The path names something other than a regular file (FIFO, device, directory...)."""
+class RefusedFile(OSError):
+    """A file judge will not read; ``str()`` is the whole message (naming the file)."""
 
-    def __init__(self, path: str | Path, what: str, kind: str) -> None:
-        message = f"{what} {path} is {kind}, not a regular file"
-        super().__init__(errno.EINVAL, message, str(path))
+    def __init__(self, code: int, path: str | Path, message: str) -> None:
+        super().__init__(code, message, str(path))
         self.message = message
 
     def __str__(self) -> str:
         return self.message
 
 
-class FileTooLarge(OSError):
+class NotARegularFile(RefusedFile):
+    """The path names something other than a regular file (FIFO, device, socket...)."""
+
+    def __init__(self, path: str | Path, what: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, path, f"{what} {path} is {kind}, not a regular file")
+
+
+class FileTooLarge(RefusedFile):
     """A document over its byte limit."""
 
     def __init__(self, path: str | Path, what: str, limit: int) -> None:
-        message = f"{what} {path} is larger than {limit} bytes"
-        super().__init__(errno.EFBIG, message, str(path))
-        self.message = message
-
-    def __str__(self) -> str:
-        return self.message
+        super().__init__(errno.EFBIG, path, f"{what} {path} is larger than {limit} bytes")
 
 
 def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
