@@ -18,7 +18,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,8 +28,9 @@ from judge.config import Config
 from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, default_judge
 from judge.evaluation.cache import CachingJudge, JudgementCache
+from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
-from judge.evaluation.suite import Case, resolve_path
+from judge.evaluation.suite import Case, Suite, resolve_path
 
 DEFAULT_CONCURRENCY = 16
 
@@ -222,6 +223,51 @@ async def run_cases(
         if progress is not None:
             progress.finish()
     return [results[key] for key in sorted(results)]
+
+
+def run_suite(
+    suite: Suite,
+    *,
+    repeats: int,
+    concurrency: int,
+    judge: PromptJudge | None,
+    cache_path: Path | None,
+    on_result: Callable[[CaseResult], None],
+    skip: set[tuple[str, int]],
+    progress: Progress | None = None,
+    guard: InterruptGuard | None = None,
+) -> bool:
+    """Run ``suite``'s pairs not in ``skip`` to the end on a new event loop, with this
+    process's own connection to the judgement cache at ``cache_path`` (None: no cache).
+
+    With ``guard``, Ctrl-C stops the run gracefully (see :mod:`judge.evaluation.interrupts`);
+    False when it did, True when the run completed."""
+    cache = JudgementCache(cache_path) if cache_path is not None else None
+    run: Callable[[Coroutine[Any, Any, list[CaseResult]]], object] = (
+        asyncio.run if guard is None else guard.run
+    )
+    try:
+        return (
+            run(
+                run_cases(
+                    suite.config,
+                    suite.event,
+                    suite.cases,
+                    base_dir=suite.base_dir,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    judge=judge,
+                    cache=cache,
+                    on_result=on_result,
+                    progress=progress,
+                    skip=skip,
+                )
+            )
+            is not None
+        )
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 # ---------------------------------------------------------------------------
