@@ -4,6 +4,7 @@ state store, audit log and judge. :mod:`judge.server_app` routes requests here."
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from judge.audit import AuditLog
 from judge.config import EVENTS, STOP_EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import PromptJudge
+from judge.decision_log import append_decision, read_recent, record_of, summarize
 from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError
 from judge.gate import Gate
@@ -29,6 +31,7 @@ from judge.server_files import (
 )
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_locks import SessionLocks
+from judge.server_metrics import GateMetrics
 from judge.state import Store
 
 #: Name of the state database inside the data dir.
@@ -68,11 +71,21 @@ class Service:
         self.sessions = SessionLocks(settings.data_dir / "locks")
         self.engine = Engine(settings.config, judge=self.judge)
         self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
+        self.metrics = GateMetrics()
 
     # -- endpoints -------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
         return json_response({"status": "ok"})
+
+    async def ui_summary(self, request: Request) -> Response:
+        """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""
+        data_dir = self.settings.data_dir
+        return json_response(await asyncio.to_thread(lambda: summarize(read_recent(data_dir))))
+
+    async def prometheus(self, request: Request) -> Response:
+        body, content_type = await asyncio.to_thread(self.metrics.exposition)
+        return Response(body, media_type=content_type)
 
     async def put_agent(self, request: Request) -> Response:
         name = check_name(request.path_params["name"])
@@ -107,6 +120,14 @@ class Service:
         return json_response({"agents": await asyncio.to_thread(load)})
 
     async def hook(self, request: Request) -> Response:
+        try:
+            return await self._hook(request)
+        except ApiError as exc:
+            self.metrics.refused(exc.status)
+            raise
+
+    async def _hook(self, request: Request) -> Response:
+        started = time.perf_counter()
         event = request.path_params["event"]
         if event not in EVENTS:
             raise ApiError(404, f"unknown event {event[:80]!r} (expected one of {', '.join(EVENTS)})")
@@ -156,6 +177,10 @@ class Service:
         finally:
             if folder is not None:
                 remove_folder(folder)
+        seconds = time.perf_counter() - started
+        self.metrics.observe(event, context.get("agent_name"), decision, seconds)
+        record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
+        await asyncio.to_thread(append_decision, self.settings.data_dir, record)
         return json_response(decision.to_json())
 
     async def _engine(self, agent_name: Any) -> Engine:

@@ -36,6 +36,9 @@ def test_every_route_is_documented():
     assert set(paths) == {
         "/healthz",
         "/openapi.json",
+        "/metrics",
+        "/ui",
+        "/api/v2/ui/summary",
         "/api/v2/extendedAgent/agents",
         "/api/v2/extendedAgent/agents/{name}",
         "/api/v2/hooks/Stop",
