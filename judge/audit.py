@@ -1,20 +1,28 @@
 """Append-only JSONL logs: ``audit_log.jsonl`` (PostToolUse) and ``session_summaries.jsonl`` (Stop).
 
 Each record is one line written with a single ``write`` on an ``O_APPEND`` descriptor
-under an exclusive ``flock``, so concurrent writers never interleave and a crash
-never leaves half a line.
+under an exclusive ``flock``, so concurrent writers never interleave. A writer killed
+in the middle of a large write (``kill -9``, power loss) can still leave part of a
+line at the end; the next writer sees the file does not end with a newline and starts
+its record on a new line, so only the torn record is lost, and :func:`read_jsonl`
+skips such a line with a warning.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from judge.decision import Decision
+from judge.files import open_regular
+
+_log = logging.getLogger("judge.audit")
 
 AUDIT_LOG = "audit_log.jsonl"
 SESSION_SUMMARIES = "session_summaries.jsonl"
@@ -25,13 +33,16 @@ def now_iso() -> str:
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    """Append one JSON line atomically (one write, under a lock)."""
+    """Append one JSON line (one write, under a lock), on a new line after a torn one."""
     line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", errors="replace")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # a writer died mid-record: keep ours off its line
             written = 0
             while written < len(line):
                 written += os.write(fd, line[written:])
@@ -42,11 +53,45 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL log, in order. A line that is not a JSON object (a record
+    torn by a crash) is skipped with a warning on the ``judge.audit`` logger."""
+    try:
+        handle = open_regular(path, "log")
+    except FileNotFoundError:
+        return
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                yield record
+            else:
+                _log.warning(
+                    "%s:%d: skipped a line that is not a JSON record (%d bytes; torn by a crash?)",
+                    path,
+                    number,
+                    len(raw),
+                )
+
+
 class AuditLog:
     """The two logs in ``data_dir``."""
 
     def __init__(self, data_dir: str | Path) -> None:
         self.data_dir = Path(data_dir)
+
+    def tool_calls(self) -> Iterator[dict[str, Any]]:
+        """The records of ``audit_log.jsonl`` (see :func:`read_jsonl`)."""
+        return read_jsonl(self.data_dir / AUDIT_LOG)
+
+    def session_summaries(self) -> Iterator[dict[str, Any]]:
+        """The records of ``session_summaries.jsonl`` (see :func:`read_jsonl`)."""
+        return read_jsonl(self.data_dir / SESSION_SUMMARIES)
 
     def record(self, event: str, context: dict[str, Any], decision: Decision) -> None:
         """Log what ``decision`` says about ``context`` where the event calls for it."""

@@ -11,7 +11,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from judge import __version__
@@ -92,7 +91,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _read_context(path: str | None) -> Any:
     try:
         if path is not None:
-            text = Path(path).read_text(encoding="utf-8")
+            from judge.files import read_text
+
+            text = read_text(path, "context file")
             source = path
         else:
             if sys.stdin is None or sys.stdin.isatty():
@@ -139,9 +140,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ContextError, OSError) as exc:
         _err(str(exc))
         return 1
-    if args.transcript and not Path(args.transcript).is_file():
-        _err(f"transcript not found: {args.transcript}")
-        return 1
+    if args.transcript:
+        from judge.files import open_regular
+
+        try:
+            open_regular(args.transcript, "transcript").close()
+        except FileNotFoundError:
+            _err(f"transcript not found: {args.transcript}")
+            return 1
+        except OSError as exc:
+            _err(f"cannot read the transcript: {exc}")
+            return 1
     try:
         store = Store(args.state) if args.state else None
         audit = AuditLog(args.data_dir) if args.data_dir else None

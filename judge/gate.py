@@ -18,6 +18,7 @@ from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError
+from judge.session_lock import DEFAULT_WAIT_SECONDS, lock_folder, session_lock
 from judge.state import Store
 
 
@@ -33,10 +34,19 @@ def count_key(event: str, session_id: str) -> str:
 class Gate:
     """Engine + optional :class:`Store` (rejection counts) + optional :class:`AuditLog`."""
 
-    def __init__(self, engine: Engine, store: Store | None = None, audit: AuditLog | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        store: Store | None = None,
+        audit: AuditLog | None = None,
+        *,
+        lock_wait: float = DEFAULT_WAIT_SECONDS,
+    ) -> None:
         self.engine = engine
         self.store = store
         self.audit = audit
+        #: longest wait for a concurrent Stop round of the same session (SessionBusy after)
+        self.lock_wait = lock_wait
 
     async def decide(
         self,
@@ -44,12 +54,30 @@ class Gate:
         context: dict[str, Any],
         transcript: str | Path | None = None,
         session_id: str | None = None,
+        *,
+        new_loop: bool = False,
     ) -> Decision:
-        """Evaluate ``event``; Stop counts are merged with and saved to the store."""
+        """Evaluate ``event``; Stop counts are merged with and saved to the store.
+
+        With a store, the Stop rounds of one session run one at a time (across processes
+        too: see :mod:`judge.session_lock`). ``new_loop`` resets the session's count first
+        (a fresh stop attempt), in the same locked round.
+        """
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
         sid = session_id or context.get("session_id")
         sid = str(sid) if sid is not None else None
+        if event in STOP_EVENTS and self.store is not None and sid:
+            # read count -> decide -> write count, one round of the session at a time
+            async with session_lock(lock_folder(self.store.path), count_key(event, sid), self.lock_wait):
+                if new_loop:
+                    await asyncio.to_thread(self.store.reset, count_key(event, sid))
+                return await self._decide(event, context, transcript, sid)
+        return await self._decide(event, context, transcript, sid)
+
+    async def _decide(
+        self, event: str, context: dict[str, Any], transcript: str | Path | None, sid: str | None
+    ) -> Decision:
         stop = event in STOP_EVENTS
         stored = 0
         key = count_key(event, sid) if sid else ""

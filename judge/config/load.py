@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from judge.config.models import EVENTS, TOOL_EVENTS, Config, CustomAgent, Hook, HookSet, type_field_problems
 from judge.config.parse import parse_document, place
 from judge.errors import ConfigError
+from judge.files import FileTooLarge, NotARegularFile, read_text
 
 BARE_KEYS = frozenset({"hooks", "customAgents", "models", "name"})
 RESOURCE_KEYS = frozenset({"api_version", "apiVersion", "kind", "metadata", "spec", "models"})
@@ -232,9 +233,11 @@ def load_config(path: str | Path) -> Config:
     """Read, parse and validate a config file (YAML or JSON)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, "config file")
     except FileNotFoundError:
         raise ConfigError([f"file not found: {p}"], str(p)) from None
+    except (NotARegularFile, FileTooLarge) as exc:
+        raise ConfigError([str(exc)], str(p)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read {p}: {exc}"], str(p)) from None
     return config_from_data(parse_document(text, str(p)), base_dir=p.resolve().parent, source=str(p))

@@ -21,6 +21,7 @@ from judge.audit import now_iso
 from judge.decision import PromptJudge
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import JudgementCache
+from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
 from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import compute_metrics, rounded
 from judge.evaluation.model_override import suite_with_model
@@ -220,6 +221,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             )
         except KeyboardInterrupt:
             interrupted = True
+            ignore_interrupts()  # a second Ctrl-C must not cut the results short
         except WorkerFailure as exc:
             failure = str(exc)
         finally:
@@ -229,7 +231,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     else:
         open_writer()
         try:
-            run_suite(
+            completed = run_suite(
                 suite,
                 repeats=repeats,
                 concurrency=concurrency,
@@ -238,7 +240,9 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
                 on_result=writers[0].write,
                 skip=skip,
                 progress=progress,
+                guard=InterruptGuard(),
             )
+            interrupted = not completed
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -25,7 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from judge.files import read_text
 from judge.transcripts import render_json_document
+
+#: Largest dataset file loaded (they are parsed whole).
+MAX_DATASET_BYTES = 1 << 30
 
 LLMBAR_AGENT = """\
 # Hook config for the LLMBar suite: does the answer follow the user's instruction?
@@ -71,7 +75,7 @@ class DatasetError(Exception):
 
 def _load_list(source: Path) -> list[Any]:
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = json.loads(read_text(source, "dataset file", limit=MAX_DATASET_BYTES))
     except FileNotFoundError:
         raise DatasetError(f"{source}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

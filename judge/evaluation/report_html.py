@@ -13,6 +13,7 @@ from typing import Any
 
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
+from judge.files import open_regular
 
 #: Transcript text embedded per disagreement is capped (the file path is shown too).
 TRANSCRIPT_CAP = 100_000
@@ -136,8 +137,8 @@ def _transcript_text(case: Case | None, base_dir: Path) -> tuple[str | None, str
         return None, None
     path = resolve_path(base_dir, raw)
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            text = fh.read(TRANSCRIPT_CAP + 1)
+        with open_regular(path, "transcript") as fh:
+            text = fh.read(4 * TRANSCRIPT_CAP + 4).decode("utf-8", "replace")[: TRANSCRIPT_CAP + 1]
     except OSError:
         return None, raw
     if len(text) > TRANSCRIPT_CAP:

@@ -18,7 +18,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ from judge.config import Config
 from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, default_judge
 from judge.evaluation.cache import CachingJudge, JudgementCache
+from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
 from judge.evaluation.suite import Case, Suite, resolve_path
 
@@ -234,25 +235,35 @@ def run_suite(
     on_result: Callable[[CaseResult], None],
     skip: set[tuple[str, int]],
     progress: Progress | None = None,
-) -> None:
+    guard: InterruptGuard | None = None,
+) -> bool:
     """Run ``suite``'s pairs not in ``skip`` to the end on a new event loop, with this
-    process's own connection to the judgement cache at ``cache_path`` (None: no cache)."""
+    process's own connection to the judgement cache at ``cache_path`` (None: no cache).
+
+    With ``guard``, Ctrl-C stops the run gracefully (see :mod:`judge.evaluation.interrupts`);
+    False when it did, True when the run completed."""
     cache = JudgementCache(cache_path) if cache_path is not None else None
+    run: Callable[[Coroutine[Any, Any, list[CaseResult]]], object] = (
+        asyncio.run if guard is None else guard.run
+    )
     try:
-        asyncio.run(
-            run_cases(
-                suite.config,
-                suite.event,
-                suite.cases,
-                base_dir=suite.base_dir,
-                repeats=repeats,
-                concurrency=concurrency,
-                judge=judge,
-                cache=cache,
-                on_result=on_result,
-                progress=progress,
-                skip=skip,
+        return (
+            run(
+                run_cases(
+                    suite.config,
+                    suite.event,
+                    suite.cases,
+                    base_dir=suite.base_dir,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    judge=judge,
+                    cache=cache,
+                    on_result=on_result,
+                    progress=progress,
+                    skip=skip,
+                )
             )
+            is not None
         )
     finally:
         if cache is not None:

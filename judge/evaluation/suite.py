@@ -30,6 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, JudgeError
+from judge.files import MAX_DOCUMENT_BYTES, read_text
+
+#: Largest cases file (it is read whole; transcripts it names are streamed).
+MAX_CASES_BYTES = 1 << 30
 
 
 class SuiteError(JudgeError):
@@ -179,10 +183,10 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
     return cases, problems
 
 
-def _read_text(path: Path, not_found: str) -> str:
+def _read_text(path: Path, not_found: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> str:
     """The UTF-8 text of ``path``; :class:`SuiteError` with ``not_found`` or why it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path, what, limit)
     except FileNotFoundError:
         raise SuiteError([not_found]) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -193,7 +197,7 @@ def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite, its hook config and its cases; raise :class:`SuiteError`."""
     suite_path = Path(path)
     src = str(suite_path)
-    text = _read_text(suite_path, f"{src}: suite file not found")
+    text = _read_text(suite_path, f"{src}: suite file not found", "suite file")
     data = _load_suite_yaml(text, src)
     if not isinstance(data, dict):
         raise SuiteError([f"{src}: a suite must be a mapping with config, event and cases"])
@@ -208,7 +212,9 @@ def load_suite(path: str | Path) -> Suite:
         where = exc.source or doc.config
         raise SuiteError([f"{where}: {p}" for p in exc.problems]) from None
     cases_path = resolve_path(base_dir, doc.cases)
-    cases_text = _read_text(cases_path, f"{src}: cases file not found: {cases_path}")
+    cases_text = _read_text(
+        cases_path, f"{src}: cases file not found: {cases_path}", "cases file", MAX_CASES_BYTES
+    )
     cases, problems = parse_cases(cases_text, str(cases_path), doc.event, base_dir)
     if problems:
         raise SuiteError(problems)
