@@ -26,6 +26,10 @@ _log = logging.getLogger("judge.audit")
 
 AUDIT_LOG = "audit_log.jsonl"
 SESSION_SUMMARIES = "session_summaries.jsonl"
+#: What shadow hooks would have decided, with the context they judged (an eval suite's source).
+SHADOW_LOG = "shadow_log.jsonl"
+#: Characters of transcript text kept with a shadow record.
+SHADOW_TRANSCRIPT_CHARS = 1_000_000
 
 
 def now_iso() -> str:
@@ -79,6 +83,22 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 )
 
 
+def shadow_fields(decision: Decision) -> dict[str, Any]:
+    """``{"shadow": [...]}``: what each shadow hook would have decided (nothing without any)."""
+    shadow = [
+        {
+            "hook": f"{h.level}[{h.index}]",
+            "type": h.type,
+            "decision": h.decision,
+            "reason": h.reason,
+            "error": h.error,
+        }
+        for h in decision.hooks
+        if h.mode == "shadow"
+    ]
+    return {"shadow": shadow} if shadow else {}
+
+
 class AuditLog:
     """The two logs in ``data_dir``."""
 
@@ -93,12 +113,51 @@ class AuditLog:
         """The records of ``session_summaries.jsonl`` (see :func:`read_jsonl`)."""
         return read_jsonl(self.data_dir / SESSION_SUMMARIES)
 
-    def record(self, event: str, context: dict[str, Any], decision: Decision) -> None:
-        """Log what ``decision`` says about ``context`` where the event calls for it."""
+    def record(
+        self, event: str, context: dict[str, Any], decision: Decision, transcript: str | Path | None = None
+    ) -> None:
+        """Log what ``decision`` says about ``context`` where the event calls for it
+        (``transcript``: the file judged when the context names none)."""
         if event == "PostToolUse":
             self.tool_call(context, decision)
         elif event in ("Stop", "SubagentStop"):
             self.session_summary(context, decision)
+        if any(h.mode == "shadow" for h in decision.hooks):
+            self.shadow(event, context, decision, transcript)
+
+    def shadow(
+        self,
+        event: str,
+        context: dict[str, Any],
+        decision: Decision,
+        transcript_file: str | Path | None = None,
+    ) -> None:
+        """Record what the shadow hooks would have decided, with what they judged: the context
+        and the transcript text (its first SHADOW_TRANSCRIPT_CHARS characters), so the
+        records can become an eval suite (``judge datasets convert shadow``)."""
+        judged = {k: v for k, v in context.items() if k not in ("execution_summary", "stop_rejection_count")}
+        transcript = None
+        summary = context.get("execution_summary") or (str(transcript_file) if transcript_file else None)
+        if isinstance(summary, str) and summary:
+            try:  # a regular file only (a FIFO must not hang the gate); its first characters
+                with open_regular(summary, "transcript") as src:
+                    transcript = src.read(4 * SHADOW_TRANSCRIPT_CHARS).decode("utf-8", errors="replace")
+                transcript = transcript[:SHADOW_TRANSCRIPT_CHARS]
+            except OSError:
+                transcript = None
+        append_jsonl(
+            self.data_dir / SHADOW_LOG,
+            {
+                "timestamp": now_iso(),
+                "event": event,
+                "session_id": context.get("session_id"),
+                "agent_name": context.get("agent_name"),
+                "decision": decision.decision,
+                "context": judged,
+                "transcript": transcript,
+                **shadow_fields(decision),
+            },
+        )
 
     def tool_call(self, context: dict[str, Any], decision: Decision) -> None:
         append_jsonl(
@@ -114,6 +173,7 @@ class AuditLog:
                 "decision": decision.decision,
                 "reason": decision.reason,
                 "hook_errors": [h.error for h in decision.hooks if h.error],
+                **shadow_fields(decision),
             },
         )
 
@@ -136,5 +196,6 @@ class AuditLog:
                 "hook_errors": [h.error for h in decision.hooks if h.error],
                 "inputTokens": sum(u.input_tokens for u in usage),
                 "outputTokens": sum(u.output_tokens for u in usage),
+                **shadow_fields(decision),
             },
         )

@@ -275,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
     p.add_argument(
+        "--recorded",
+        action="store_true",
+        help="score the cases' recorded verdicts (from a shadow log) against their labels; judge nothing",
+    )
+    p.add_argument(
         "--fail-under",
         action="append",
         default=[],
@@ -327,8 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="dataset helpers")
     dsub = p.add_subparsers(dest="datasets_command", required=True, parser_class=_Parser)
     s = dsub.add_parser("convert", help="convert a public dataset into an eval suite")
-    s.add_argument("kind", choices=["llmbar", "tau-bench"], help="dataset kind")
-    s.add_argument("source", help="dataset file")
+    s.add_argument("kind", choices=["llmbar", "tau-bench", "shadow"], help="dataset kind")
+    s.add_argument("source", help="dataset file (for shadow: DATA_DIR/shadow_log.jsonl of judge serve)")
+    s.add_argument("--config", help="shadow: the hooks config the suite judges with (copied into it)")
+    s.add_argument("--event", default="Stop", help="shadow: which event's records to convert (default Stop)")
     s.add_argument("--out", required=True, help="output folder for the suite")
     s.add_argument("--limit", type=int, default=None, help="convert at most N items")
     s.set_defaults(func=cmd_datasets_convert)

@@ -174,6 +174,13 @@ class HookOutcome(BaseModel):
     additional_context: str | None = Field(None, exclude=True)
     updated_input: dict[str, Any] | None = Field(None, exclude=True)
     counts_as_rejection: bool = Field(False, exclude=True)
+    #: ``"shadow"`` for a shadow hook: what it would have decided, never acted on.
+    mode: Literal["shadow"] | None = None
+
+    @property
+    def effective(self) -> bool:
+        """Whether this outcome takes part in the decision (shadow hooks never do)."""
+        return self.mode != "shadow"
 
 
 class Decision(BaseModel):
@@ -205,7 +212,9 @@ class Decision(BaseModel):
             }
         if self.updated_input is not None:
             out["updatedInput"] = self.updated_input
-        out["hooks"] = [h.model_dump(by_alias=True) for h in self.hooks]
+        out["hooks"] = [
+            h.model_dump(by_alias=True, exclude={"mode"} if h.mode is None else None) for h in self.hooks
+        ]
         return out
 
     def error_lines(self) -> list[str]:

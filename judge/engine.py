@@ -62,8 +62,9 @@ def _dumps(context: dict[str, Any]) -> str:
 
 
 def _last_additional_context(outcomes: list[HookOutcome]) -> str | None:
-    """The additionalContext of the last hook that gave one (later hooks win)."""
-    extra = [o.additional_context for o in outcomes if o.additional_context is not None]
+    """The additionalContext of the last hook that gave one (later hooks win; shadow hooks
+    never add context)."""
+    extra = [o.additional_context for o in outcomes if o.effective and o.additional_context is not None]
     return extra[-1] if extra else None
 
 
@@ -184,6 +185,7 @@ class Engine:
             durationMs=round(duration, 3),
             model=verdict.model if verdict else failed_model,
             usage=verdict.usage if verdict else None,
+            mode="shadow" if hook.mode == "shadow" else None,
         )
         if error is not None:
             outcome.error = error
@@ -254,7 +256,7 @@ class Engine:
         outcomes = list(
             await asyncio.gather(*(self.run_hook(event, lvl, i, h, ctx, path, repeat) for lvl, i, h in hooks))
         )
-        blocking = [o for o in outcomes if o.decision == "block"]
+        blocking = [o for o in outcomes if o.effective and o.decision == "block"]
         reason = "\n".join(o.reason or "" for o in blocking) or None
         if not blocking:
             return Decision(event=event, decision="allow", rejectionCount=count, hooks=outcomes)
@@ -265,7 +267,7 @@ class Engine:
                 event=event, decision="block", reason=reason, rejectionCount=count, hooks=outcomes
             )
         new_count = count + 1
-        limit = max(h.max_rejections for _, _, h in hooks if h.type == "prompt")
+        limit = max(h.max_rejections for _, _, h in hooks if h.type == "prompt" and h.mode != "shadow")
         command_blocks = [o for o in blocking if not o.counts_as_rejection]
         if new_count >= limit and not command_blocks:
             return Decision(
@@ -290,7 +292,7 @@ class Engine:
         outcomes: list[HookOutcome] = []
         for lvl, i, h in hooks:
             outcomes.append(await self.run_hook("PostToolUse", lvl, i, h, ctx, path, repeat))
-        blocking = [o for o in outcomes if o.decision == "block"]
+        blocking = [o for o in outcomes if o.effective and o.decision == "block"]
         return Decision(
             event="PostToolUse",
             decision="block" if blocking else "allow",
@@ -312,6 +314,8 @@ class Engine:
         for lvl, i, h in hooks:
             outcome = await self.run_hook("PreToolUse", lvl, i, h, current, path, repeat)
             outcomes.append(outcome)
+            if not outcome.effective:
+                continue  # recorded; it neither denies nor rewrites
             if outcome.decision == "block":
                 # The first denial wins; later hooks (and the tool) do not run.
                 return Decision(

@@ -104,5 +104,5 @@ class Gate:
                     decision = decision.model_copy(update={"rejection_count": 0})
         if self.audit is not None:
             logged = {**context, "session_id": sid} if sid else context
-            await asyncio.to_thread(self.audit.record, event, logged, decision)
+            await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
         return decision

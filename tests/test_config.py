@@ -521,6 +521,7 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "failMode",
         "model",
         "maxRejections",
+        "mode",
     }
     assert hook["additionalProperties"] is False
     assert hook["properties"]["timeout"]["default"] == 30

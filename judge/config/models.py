@@ -28,6 +28,8 @@ MATCH_TIMEOUT = 0.1
 SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 
 FailMode = Literal["allow", "block"]
+#: ``enforce``: the hook's verdict counts; ``shadow``: it is recorded, never acted on.
+HookMode = Literal["enforce", "shadow"]
 
 
 def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
@@ -111,6 +113,12 @@ class Hook(BaseModel):
         le=25,
         alias="maxRejections",
         description="Stop prompt hooks: how many rejections end the loop (1-25).",
+    )
+    mode: HookMode = Field(
+        "enforce",
+        description="`enforce` (default): the hook decides. `shadow`: the hook runs and its verdict "
+        'is recorded (hook results carry `"mode": "shadow"`), but it never blocks, rewrites, adds '
+        "context or counts toward maxRejections — to watch a new gate before turning it on.",
     )
 
     @field_validator("timeout", mode="before")
@@ -238,6 +246,9 @@ class CustomAgent(BaseModel):
 
     instructions: str | None = Field(None, description="The custom agent's instructions.")
     hooks: HookSet = Field(default_factory=HookSet, description="Hooks of this custom agent.")
+    mode: HookMode = Field(
+        "enforce", description="`shadow` runs every hook of this custom agent in shadow mode (see Hook.mode)."
+    )
 
 
 class Config(BaseModel):
@@ -267,7 +278,12 @@ class Config(BaseModel):
             ("agent", i, h) for i, h in enumerate(self.hooks.for_event(event))
         ]
         if agent_name and agent_name in self.custom_agents:
-            custom = self.custom_agents[agent_name].hooks.for_event(event)
+            agent = self.custom_agents[agent_name]
+            custom = agent.hooks.for_event(event)
+            if agent.mode == "shadow":
+                custom = [
+                    h if h.mode == "shadow" else h.model_copy(update={"mode": "shadow"}) for h in custom
+                ]
             selected += [("custom", i, h) for i, h in enumerate(custom)]
         return selected
 

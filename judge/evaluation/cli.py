@@ -34,6 +34,7 @@ from judge.evaluation.runner import (
     order_results,
     pairs,
     read_results,
+    recorded_result,
     repair_results,
     run_suite,
 )
@@ -164,6 +165,16 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             _err(f"  {problem}")
         return 2
     repeats = args.repeats if args.repeats is not None else suite.repeats
+    recorded = bool(getattr(args, "recorded", False))
+    if recorded:
+        missing_verdicts = [case.id for case in suite.cases if case.recorded is None]
+        if missing_verdicts:
+            _err(
+                f"judge eval: --recorded: {len(missing_verdicts)} case(s) have no recorded verdict "
+                f"(first: {missing_verdicts[0]!r}); convert a shadow log with `judge datasets convert shadow`"
+            )
+            return 2
+        repeats = 1  # a recorded verdict is one sample
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -205,7 +216,14 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     def open_writer() -> None:
         writers.append(ResultsWriter(results_path, truncate=not args.resume))
 
-    if workers > 1:
+    if recorded:
+        open_writer()
+        for case in suite.cases:
+            if (case.id, 0) not in skip:
+                writers[0].write(recorded_result(case))
+        writers[0].close()
+        judging_seconds = time.perf_counter() - started
+    elif workers > 1:
         try:
             run_in_workers(
                 suite,

@@ -153,6 +153,19 @@ async def _judge_one(
     return result
 
 
+def recorded_result(case: Case) -> CaseResult:
+    """The result a case's recorded verdict stands for (``judge eval --recorded``)."""
+    assert case.recorded is not None
+    return CaseResult(
+        id=case.id,
+        decision=case.recorded.decision,
+        reason=case.recorded.reason,
+        label=case.label,
+        group=case.group,
+        tags=case.tags,
+    )
+
+
 def pairs(cases: Iterable[Case], repeats: int) -> list[tuple[str, int]]:
     """The (id, repeat) pairs of a run, in report order."""
     return [(case.id, r) for case in cases for r in range(repeats)]

@@ -44,6 +44,15 @@ class SuiteError(JudgeError):
         super().__init__("; ".join(problems))
 
 
+class RecordedVerdict(BaseModel):
+    """What a gate decided for a case when it ran (e.g. a shadow hook in production)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["allow", "block"] = Field(description="What the gate decided (or would have).")
+    reason: str | None = Field(None, description="Its reason.")
+
+
 class Case(BaseModel):
     """One recorded response to judge (one line of the cases JSONL)."""
 
@@ -58,6 +67,11 @@ class Case(BaseModel):
     )
     group: str | None = Field(None, description="Grouping key (e.g. the pair or task the case comes from).")
     tags: list[str] = Field(default_factory=list, description="Free-form tags for per-tag breakdowns.")
+    recorded: RecordedVerdict | None = Field(
+        None,
+        description="A verdict recorded when the gate ran (shadow hooks); `judge eval --recorded` "
+        "scores these against the labels instead of judging again.",
+    )
 
     @field_validator("id", mode="before")
     @classmethod
