@@ -20,6 +20,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from judge.decision import (
     parse_hook_output,
 )
 from judge.errors import HookError
+from judge.pricing import Price, cost_usd, price_table
 
 DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"
 DEFAULT_POST_BLOCK_REASON = "Tool result blocked by hook"
@@ -59,6 +61,10 @@ def default_judge() -> PromptJudge:
 
 def _dumps(context: dict[str, Any]) -> str:
     return json.dumps(context, ensure_ascii=False)
+
+
+#: Why prompt hooks are not judged in the current evaluation (a spent budget), or None.
+_BUDGET_EXHAUSTED: ContextVar[str | None] = ContextVar("judge_budget_exhausted", default=None)
 
 
 def _last_additional_context(outcomes: list[HookOutcome]) -> str | None:
@@ -86,6 +92,8 @@ class Engine:
         self._judge = judge
         self.command_env = command_env or {}
         self.clock = clock
+        configured = {label: Price(p.input, p.output) for label, p in config.prices.items()}
+        self.prices = price_table(configured)
 
     @property
     def judge(self) -> PromptJudge:
@@ -106,6 +114,9 @@ class Engine:
     ) -> tuple[HookAnswer, str | None, PromptVerdict | None]:
         """Run one hook; return its answer, the exit-2 flag as reason source, the verdict."""
         if hook.type == "prompt":
+            exhausted = _BUDGET_EXHAUSTED.get()
+            if exhausted is not None:
+                raise HookError(exhausted)  # not judged: the model is not called
             request = PromptRequest(
                 hook=hook,
                 context=context,
@@ -185,6 +196,7 @@ class Engine:
             durationMs=round(duration, 3),
             model=verdict.model if verdict else failed_model,
             usage=verdict.usage if verdict else None,
+            costUsd=cost_usd(verdict.model, verdict.usage, self.prices) if verdict else None,
             mode="shadow" if hook.mode == "shadow" else None,
         )
         if error is not None:
@@ -226,12 +238,24 @@ class Engine:
         context: dict[str, Any],
         transcript: str | Path | None = None,
         repeat: int = 0,
+        budget_exhausted: str | None = None,
     ) -> Decision:
         """Evaluate ``event`` for ``context`` (a JSON object, validated here).
 
         ``transcript`` is used when the context has no ``execution_summary``.
-        Raises :class:`judge.errors.ContextError` for a malformed context.
+        ``budget_exhausted`` (why) makes every prompt hook a hook error without calling its
+        model (its failMode decides). Raises :class:`judge.errors.ContextError` for a
+        malformed context.
         """
+        token = _BUDGET_EXHAUSTED.set(budget_exhausted)
+        try:
+            return await self._evaluate(event, context, transcript, repeat)
+        finally:
+            _BUDGET_EXHAUSTED.reset(token)
+
+    async def _evaluate(
+        self, event: str, context: dict[str, Any], transcript: str | Path | None, repeat: int
+    ) -> Decision:
         ctx = context_json(parse_context(event, context))
         if not ctx.get("execution_summary") and transcript is not None:
             ctx["execution_summary"] = str(transcript)

@@ -9,6 +9,7 @@ audit logs; the rules themselves stay in :mod:`judge.engine`.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,12 @@ def count_key(event: str, session_id: str) -> str:
     reset the main agent's count (nor share it).
     """
     return session_id if event == "Stop" else f"{session_id}:{event}"
+
+
+def spend_keys(session_id: str | None) -> list[str]:
+    """Where spending is recorded: the session (when known) and the UTC day."""
+    day = f"day:{datetime.now(UTC):%Y-%m-%d}"
+    return [f"session:{session_id}", day] if session_id else [day]
 
 
 class Gate:
@@ -75,6 +82,22 @@ class Gate:
                 return await self._decide(event, context, transcript, sid)
         return await self._decide(event, context, transcript, sid)
 
+    def _exhausted(self, keys: list[str]) -> str | None:
+        """Why prompt hooks may not run now (a spent budget), or None."""
+        assert self.store is not None
+        budget = self.engine.config.budgets
+        for key in keys:
+            limit = budget.per_session_usd if key.startswith("session:") else budget.per_day_usd
+            if limit is not None:
+                spent = self.store.spent(key)
+                if spent >= limit:
+                    what = "session" if key.startswith("session:") else "daily"
+                    return (
+                        f"budget exhausted: {what} budget of ${limit:g} spent (${spent:.4f}); "
+                        "model not called"
+                    )
+        return None
+
     async def _decide(
         self, event: str, context: dict[str, Any], transcript: str | Path | None, sid: str | None
     ) -> Decision:
@@ -88,7 +111,13 @@ class Gate:
             given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
             count = max(stored, given_count)
             context = {**context, "stop_rejection_count": count, "stop_hook_active": count > 0}
-        decision = await self.engine.evaluate(event, context, transcript)
+        budget = self.engine.config.budgets
+        tracked = self.store is not None and (budget.per_session_usd or budget.per_day_usd)
+        keys = spend_keys(sid) if tracked else []
+        exhausted = await asyncio.to_thread(self._exhausted, keys) if tracked else None
+        decision = await self.engine.evaluate(event, context, transcript, budget_exhausted=exhausted)
+        if tracked and self.store is not None and decision.cost_usd > 0:
+            await asyncio.to_thread(self.store.add_spend, keys, decision.cost_usd)
         if stop and self.store is not None and sid:
             if decision.decision == "block":
                 # Add what this round added (atomically), so concurrent rounds of one

@@ -104,7 +104,7 @@ BAD: list[tuple[str, Any, list[str]]] = [
     (
         "unknown top-level key",
         {"hooks": {}, "hook": {}},
-        ["hook: unknown key (expected hooks, customAgents, models)"],
+        ["hook: unknown key (expected hooks, customAgents, models, prices, budgets)"],
     ),
     (
         "both command and script",

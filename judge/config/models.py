@@ -251,6 +251,30 @@ class CustomAgent(BaseModel):
     )
 
 
+class ModelPrice(BaseModel):
+    """A model's price in US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, description="USD per million input tokens.")
+    output: float = Field(ge=0, description="USD per million output tokens.")
+
+
+class Budgets(BaseModel):
+    """Spending limits of prompt hooks (kept where the gate has state: the service, judge
+    claude-code, judge run --state). A prompt hook whose budget is spent is not run: it is a
+    hook error ``budget exhausted ...`` and its failMode decides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    per_session_usd: float | None = Field(
+        None, gt=0, alias="perSessionUsd", description="USD one session may spend on prompt hooks."
+    )
+    per_day_usd: float | None = Field(
+        None, gt=0, alias="perDayUsd", description="USD all sessions may spend per UTC day."
+    )
+
+
 class Config(BaseModel):
     """A validated hook configuration (either form, normalised)."""
 
@@ -265,6 +289,12 @@ class Config(BaseModel):
         default_factory=dict,
         description="Tier -> model mapping, e.g. `ReasoningFast: openai:gpt-5.4-mini`.",
     )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Model label -> price (USD per million tokens), over the built-in table; "
+        "a label may end with `*` (`openai:*`).",
+    )
+    budgets: Budgets = Field(default_factory=Budgets, description="Spending limits of prompt hooks.")
     base_dir: Path | None = Field(
         None, exclude=True, description="Folder of the config file (for prompt includes)."
     )

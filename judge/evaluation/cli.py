@@ -73,6 +73,8 @@ def _summary(report: dict[str, Any], out: Path) -> str:
     ]
     if report["n"] and report["cachedResults"] == report["n"]:
         lines[0] += " (no provider calls)"
+    if report.get("costUsd"):
+        lines[0] += f", cost ${report['costUsd']:.4f}"
     lines += error_summary(report)
     if "confusion" in report:
         ci = report["ci95"]

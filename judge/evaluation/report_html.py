@@ -221,7 +221,13 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         f'<p class="sub">{report["n"]} judgements over {report.get("cases", 0)} cases × '
         f"{report.get('repeats', 1)} repeat(s) · {report['errors']} error(s) · "
         f"{report.get('cachedResults', 0)} served from cache · tokens {tokens.get('inputTokens', 0)} in / "
-        f"{tokens.get('outputTokens', 0)} out · latency p50 {_fmt(latency.get('p50'))} ms, "
+        f"{tokens.get('outputTokens', 0)} out · cost ${report.get('costUsd', 0):.4f}"
+        + (
+            f" ({report['unpricedJudgements']} without a known price)"
+            if report.get("unpricedJudgements")
+            else ""
+        )
+        + f" · latency p50 {_fmt(latency.get('p50'))} ms, "
         f"p90 {_fmt(latency.get('p90'))} ms, p99 {_fmt(latency.get('p99'))} ms</p>",
         "<h2>Headline</h2>",
         _cards(report),

@@ -49,6 +49,7 @@ class CaseResult(BaseModel):
     error: str | None = None
     duration_ms: float = Field(0.0, alias="durationMs")
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(None, alias="costUsd")
     group: str | None = None
     tags: list[str] = Field(default_factory=list)
     cached: bool = False
@@ -149,6 +150,8 @@ async def _judge_one(
         if hook.usage is not None:
             usage = usage + hook.usage
     result.usage = usage
+    if any(h.cost_usd is not None for h in decision.hooks):
+        result.cost_usd = decision.cost_usd
     result.cached = recorder.hits > 0 and recorder.misses == 0
     return result
 
