@@ -124,6 +124,8 @@ def start_run(
         env=env,
         stderr=subprocess.PIPE,
         start_new_session=True,
+        # Ctrl-C as a terminal user has it, whatever disposition this process passes down.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     return proc, suite
 
