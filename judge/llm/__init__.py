@@ -15,21 +15,25 @@ from collections.abc import Callable, Mapping
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
-from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
+from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
+from judge.llm.text_tools import text_tools_enabled
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
 from judge.transcripts import prepare_transcript
 
-__all__ = ["LLMJudge", "ProviderFactory", "ResolvedModel", "resolve_model"]
+__all__ = ["JudgementTrace", "LLMJudge", "ProviderFactory", "ResolvedModel", "TraceObserver", "resolve_model"]
 
 #: SDKs whose import has finished.
 _imported: set[str] = set()
 
 #: Builds the provider for a resolved model (inject one in tests).
 ProviderFactory = Callable[[ResolvedModel], Provider]
+
+#: Called after each judgement that reached a verdict with what happened in it.
+TraceObserver = Callable[[PromptRequest, JudgementTrace], None]
 
 
 class LLMJudge:
@@ -38,7 +42,9 @@ class LLMJudge:
     ``env`` defaults to :data:`os.environ`, read at each judgement. Judgements on one
     event loop reuse SDK clients (and their open connections) per provider, base URL
     and key; the loop's clients are closed when it shuts down
-    (:mod:`judge.llm.providers.pool`).
+    (:mod:`judge.llm.providers.pool`). ``text_tools`` recognises tool calls the model
+    writes as text (default: on unless ``JUDGE_TEXT_TOOL_CALLS=0`` in ``env``);
+    ``observer`` sees each judgement's :class:`JudgementTrace` (benchmarks, tests).
     """
 
     def __init__(
@@ -48,9 +54,13 @@ class LLMJudge:
         env: Mapping[str, str] | None = None,
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
         grep_seconds: float = GREP_SECONDS,
+        text_tools: bool | None = None,
+        observer: TraceObserver | None = None,
     ) -> None:
         self.provider_for = provider_for
         self.env = env
+        self.text_tools = text_tools
+        self.observer = observer
         self.max_tool_rounds = max_tool_rounds
         self.grep_seconds = grep_seconds
 
@@ -95,17 +105,34 @@ class LLMJudge:
                     f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
                 ) from None
             tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds)
-        if self.provider_for is not None:
-            provider = self.provider_for(model)
-            return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
-            )
-        if model.provider in ("openai", "anthropic") and model.provider not in _imported:
-            # A first SDK import takes seconds: keep it off the event loop. (Not
-            # ``sys.modules``: a module is there from the moment its import starts.)
-            await asyncio.to_thread(importlib.import_module, model.provider)
-            _imported.add(model.provider)
-        async with leased_provider(model, env, request.base_dir) as provider:
-            return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
-            )
+        text_tools = text_tools_enabled(env) if self.text_tools is None else self.text_tools
+        trace = JudgementTrace()
+        try:
+            if self.provider_for is not None:
+                return await run_judgement(
+                    self.provider_for(model),
+                    prompt,
+                    tools,
+                    deadline,
+                    max_tool_rounds=self.max_tool_rounds,
+                    text_tools=text_tools,
+                    trace=trace,
+                )
+            if model.provider in ("openai", "anthropic") and model.provider not in _imported:
+                # A first SDK import takes seconds: keep it off the event loop. (Not
+                # ``sys.modules``: a module is there from the moment its import starts.)
+                await asyncio.to_thread(importlib.import_module, model.provider)
+                _imported.add(model.provider)
+            async with leased_provider(model, env, request.base_dir) as provider:
+                return await run_judgement(
+                    provider,
+                    prompt,
+                    tools,
+                    deadline,
+                    max_tool_rounds=self.max_tool_rounds,
+                    text_tools=text_tools,
+                    trace=trace,
+                )
+        finally:
+            if self.observer is not None:
+                self.observer(request, trace)

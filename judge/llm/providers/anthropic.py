@@ -18,6 +18,7 @@ from judge.llm.providers.base import (
     api_settings,
     sdk_client,
     token_count,
+    wants_answer_schema,
 )
 
 MAX_OUTPUT_TOKENS = 4096
@@ -102,12 +103,13 @@ class AnthropicProvider(SDKProvider):
         }
         if system:
             kwargs["system"] = system
-        if tools:
+        if tools and self.features.tools:
             kwargs["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
             ]
-            kwargs["tool_choice"] = {"type": tool_choice}
-        if self.structured_output:
+            if self.features.tool_choice:
+                kwargs["tool_choice"] = {"type": tool_choice}
+        if self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": _ANTHROPIC_SCHEMA}}
         return kwargs
 

@@ -19,6 +19,7 @@ from judge.llm.providers.base import (
     api_settings,
     sdk_client,
     token_count,
+    wants_answer_schema,
 )
 
 MAX_OUTPUT_TOKENS = 4096
@@ -101,7 +102,7 @@ class OpenAIProvider(SDKProvider):
             "messages": [_to_wire(m) for m in messages],
             "max_completion_tokens": MAX_OUTPUT_TOKENS,
         }
-        if tools:
+        if tools and self.features.tools:
             kwargs["tools"] = [
                 {
                     "type": "function",
@@ -113,9 +114,10 @@ class OpenAIProvider(SDKProvider):
                 }
                 for t in tools
             ]
-            kwargs["tool_choice"] = tool_choice
-            kwargs["parallel_tool_calls"] = True
-        if self.structured_output:
+            if self.features.tool_choice:
+                kwargs["tool_choice"] = tool_choice
+                kwargs["parallel_tool_calls"] = True
+        if self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
