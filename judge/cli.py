@@ -7,10 +7,8 @@ Subcommands that need heavier modules (the service, evals, tuning) import them l
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -102,6 +100,9 @@ def _read_context(path: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sqlite3
+
     from judge.audit import AuditLog
     from judge.config import EVENTS, load_config
     from judge.engine import Engine
@@ -140,6 +141,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (OSError, sqlite3.Error) as exc:
         _err(f"cannot use the state or data dir: {exc}")
         return 1
+    for line in decision.error_lines():
+        _err(f"judge run: {line}")
     print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
     return 0
 
@@ -227,6 +230,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("suite", help="suite YAML file")
     p.add_argument("--out", required=True, help="output folder for results and reports")
     p.add_argument("--concurrency", type=int, default=None, help="parallel judgements")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes sharing the judgements (default: the available CPUs, "
+        "at least 50 judgements each)",
+    )
     p.add_argument("--repeats", type=int, default=None, help="judge each case K times")
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
@@ -236,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 when METRIC is below VALUE (repeatable), e.g. recall=0.8",
+    )
+    p.add_argument(
+        "--fail-over",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when METRIC is above VALUE (repeatable), e.g. errorRate=0.05",
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
@@ -284,8 +302,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    stdin_text: str | None = None
+    if arguments[:1] == ["claude-code"]:
+        # Claude Code starts a process per tool call: answer "nothing to do" without
+        # loading the configuration or the engine when no hook can match.
+        from judge.integrations.claude_code_fast import try_fast
+
+        code, stdin_text = try_fast(arguments[1:])
+        if code is not None:
+            return code
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
+    if stdin_text is not None:
+        args.stdin_text = stdin_text
     handler: Handler = args.func
     try:
         return handler(args)

@@ -29,7 +29,7 @@ from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, default_judge
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.progress import Progress
-from judge.evaluation.suite import Case, resolve_path
+from judge.evaluation.suite import Case, Suite, resolve_path
 
 DEFAULT_CONCURRENCY = 16
 
@@ -52,6 +52,12 @@ class CaseResult(BaseModel):
     tags: list[str] = Field(default_factory=list)
     cached: bool = False
 
+    @property
+    def verdict(self) -> Literal["allow", "block"] | None:
+        """The decision metrics score: a Stop forced through by ``maxRejections`` is the
+        block the judge gave (the label is about the answer, not the loop limit)."""
+        return "block" if self.forced_stop else self.decision
+
     def to_line(self) -> str:
         """The JSONL line (with its newline)."""
         return json.dumps(self.model_dump(by_alias=True), ensure_ascii=False) + "\n"
@@ -60,14 +66,15 @@ class CaseResult(BaseModel):
 class _CaseJudge:
     """Per-case view of the shared judge that notes whether answers came from the cache."""
 
-    def __init__(self, judge: PromptJudge) -> None:
+    def __init__(self, judge: PromptJudge, case_id: str) -> None:
         self.judge = judge
+        self.case_id = case_id
         self.hits = 0
         self.misses = 0
 
     async def evaluate(self, request: PromptRequest) -> PromptVerdict:
         if isinstance(self.judge, CachingJudge):
-            verdict, hit = await self.judge.evaluate_cached(request)
+            verdict, hit = await self.judge.evaluate_cached(request, self.case_id)
         else:
             verdict, hit = await self.judge.evaluate(request), False
         if hit:
@@ -118,7 +125,7 @@ async def _judge_one(
     repeat: int,
     transcripts: _Transcripts,
 ) -> CaseResult:
-    recorder = _CaseJudge(judge)
+    recorder = _CaseJudge(judge, case.id)
     engine = engine_for(recorder)
     result = CaseResult(id=case.id, repeat=repeat, label=case.label, group=case.group, tags=case.tags)
     start = time.perf_counter()
@@ -215,6 +222,41 @@ async def run_cases(
         if progress is not None:
             progress.finish()
     return [results[key] for key in sorted(results)]
+
+
+def run_suite(
+    suite: Suite,
+    *,
+    repeats: int,
+    concurrency: int,
+    judge: PromptJudge | None,
+    cache_path: Path | None,
+    on_result: Callable[[CaseResult], None],
+    skip: set[tuple[str, int]],
+    progress: Progress | None = None,
+) -> None:
+    """Run ``suite``'s pairs not in ``skip`` to the end on a new event loop, with this
+    process's own connection to the judgement cache at ``cache_path`` (None: no cache)."""
+    cache = JudgementCache(cache_path) if cache_path is not None else None
+    try:
+        asyncio.run(
+            run_cases(
+                suite.config,
+                suite.event,
+                suite.cases,
+                base_dir=suite.base_dir,
+                repeats=repeats,
+                concurrency=concurrency,
+                judge=judge,
+                cache=cache,
+                on_result=on_result,
+                progress=progress,
+                skip=skip,
+            )
+        )
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 # ---------------------------------------------------------------------------

@@ -34,21 +34,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, load_config
+from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, HookSet, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
-from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
 
 SUPPORTED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
 #: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
@@ -108,45 +105,6 @@ def parse_input(text: str) -> ClaudeCodeInput:
             f"{'.'.join(str(p) for p in err['loc']) or '<input>'}: {err['msg']}" for err in exc.errors()
         )
         raise InputError(f"invalid hook input: {problems}") from None
-
-
-# ---------------------------------------------------------------------------
-# Transcript: Claude Code JSONL -> private readable text file
-
-
-@contextlib.contextmanager
-def rendered_transcript(jsonl: Path | None) -> Iterator[tuple[Path | None, str | None]]:
-    """Render ``jsonl`` streaming into a private temp file; yield (path, last assistant text).
-
-    The file is removed on exit. Yields ``(None, None)`` when there is no readable transcript.
-    """
-    if jsonl is None or not jsonl.is_file():
-        yield None, None
-        return
-    fd, name = tempfile.mkstemp(prefix="judge-claude-code-", suffix=".txt")
-    path = Path(name)
-    try:
-        renderer = ClaudeCodeRenderer()
-        readable = True
-        try:
-            with (
-                os.fdopen(fd, "w", encoding="utf-8") as out,
-                jsonl.open("r", encoding="utf-8", errors="replace") as src,
-            ):
-                for raw in src:
-                    for line in renderer.feed(raw):
-                        out.write(line)
-                        out.write("\n")
-        except OSError as exc:
-            _warn(f"cannot read transcript {jsonl}: {exc}")
-            readable = False
-        if readable:
-            yield path, renderer.last_assistant_text
-        else:
-            yield None, None
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
 
 
 # ---------------------------------------------------------------------------
@@ -274,8 +232,14 @@ async def handle(
         await asyncio.to_thread(store.reset, count_key(event, key))
     audit = AuditLog(data_dir) if data_dir is not None else None
     gate = Gate(engine, store=store, audit=audit)
-    with rendered_transcript(transcript_source(hook_input)) as (transcript, last_text):
-        context = build_context(hook_input, transcript, last_text)
+    cache_dir = state_path.parent / "render-cache" if state_path is not None else None
+    try:
+        with rendered_transcript(transcript_source(hook_input), cache_dir) as (transcript, last_text):
+            context = build_context(hook_input, transcript, last_text)
+            decision = await gate.decide(event, context, session_id=key)
+    except RenderError as exc:
+        _warn(str(exc))
+        context = build_context(hook_input, None, None)
         decision = await gate.decide(event, context, session_id=key)
     for hook in decision.hooks:
         if hook.error:
@@ -320,10 +284,23 @@ def _read_stdin() -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _write_config_index(state_path: Path, config_path: str, config: Config) -> None:
+    """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
+    from judge.config import EVENTS
+    from judge.integrations.claude_code_fast import write_index
+
+    def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
+        return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
+
+    agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
+    write_index(str(state_path), config_path, matchers(config.hooks), agents)
+
+
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
     try:
-        hook_input = parse_input(_read_stdin())
+        stdin_text = getattr(args, "stdin_text", None)
+        hook_input = parse_input(stdin_text if stdin_text is not None else _read_stdin())
     except InputError as exc:
         _warn(f"{exc}; not blocking")
         return 0
@@ -345,6 +322,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
+    _write_config_index(state_path, config_path, config)
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
     try:
