@@ -13,6 +13,7 @@ import pytest
 
 from judge.config import Hook
 from judge.decision import PromptRequest
+from judge.errors import HookError
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, REPAIR_PROMPT
 from judge.llm.text_tools import RESULTS_HEADER
@@ -243,3 +244,19 @@ async def test_an_ordinary_server_error_is_still_retried_as_is(server):
     result = await judge(server, "openai", []).evaluate(request_for(None))
     assert result.ok is True
     assert "response_format" in server.requests[1].body
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_the_answer_length_cap_comes_from_the_environment(server, fmt):
+    capped = judge(server, fmt, [], env={"JUDGE_MAX_OUTPUT_TOKENS": "256"})
+    await capped.evaluate(request_for(None))
+    await judge(server, fmt, []).evaluate(request_for(None))
+    key = "max_completion_tokens" if fmt == "openai" else "max_tokens"
+    assert [r.body[key] for r in server.requests] == [256, 4096]
+
+
+async def test_a_bad_answer_length_cap_is_a_clear_hook_error(server):
+    bad = judge(server, "openai", [], env={"JUDGE_MAX_OUTPUT_TOKENS": "lots"})
+    with pytest.raises(HookError, match=r"JUDGE_MAX_OUTPUT_TOKENS must be a whole number of tokens.*'lots'"):
+        await bad.evaluate(request_for(None))
+    assert server.requests == []

@@ -21,8 +21,6 @@ from judge.llm.providers.base import (
     wants_answer_schema,
 )
 
-MAX_OUTPUT_TOKENS = 4096
-
 #: Anthropic's structured output wants optional fields left out of ``required``.
 _ANTHROPIC_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -98,7 +96,7 @@ class AnthropicProvider(SDKProvider):
         system, wire = _to_wire(messages)
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": MAX_OUTPUT_TOKENS,
+            "max_tokens": self.max_output_tokens,
             "messages": wire,
         }
         if system:

@@ -24,7 +24,7 @@ from judge.errors import HookError
 from judge.llm.providers.failures import ConnectionFailure as ConnectionFailure
 from judge.llm.providers.failures import TransientError as TransientError
 from judge.llm.providers.failures import transport_failure
-from judge.llm.providers.features import Feature, Features, rejected_feature
+from judge.llm.providers.features import Feature, Features, max_output_tokens, rejected_feature
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
@@ -245,6 +245,7 @@ class SDKProvider:
         self._client = self.new_client(key, self.base_url) if client is None else client
         structured = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
         self.features = Features(structured_output=structured)
+        self.max_output_tokens = max_output_tokens(env)
 
     @staticmethod
     def load_sdk() -> tuple[Any, type[Exception]]:

@@ -21,8 +21,11 @@ can no longer call structurally is still reachable as a text tool call
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from judge.errors import HookError
 
 Feature = Literal["structured_output", "tool_choice", "tools"]
 
@@ -78,3 +81,23 @@ def rejected_feature(
     if "structured_output" in present and (status == 400 or any(hint in text for hint in _SCHEMA_HINTS)):
         return "structured_output"
     return None
+
+
+#: Most tokens one answer may take (``JUDGE_MAX_OUTPUT_TOKENS``). A verdict or a tool call
+#: needs a few hundred; a small model that rambles on a slow CPU spends minutes on more.
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+MAX_OUTPUT_TOKENS_VAR = "JUDGE_MAX_OUTPUT_TOKENS"
+
+
+def max_output_tokens(env: Mapping[str, str]) -> int:
+    """The answer-length cap from the environment (HookError for a bad value)."""
+    raw = env.get(MAX_OUTPUT_TOKENS_VAR, "").strip()
+    if not raw:
+        return DEFAULT_MAX_OUTPUT_TOKENS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 16 <= value <= 1_000_000:
+        raise HookError(f"{MAX_OUTPUT_TOKENS_VAR} must be a whole number of tokens from 16 up, got {raw!r}")
+    return value

@@ -22,8 +22,6 @@ from judge.llm.providers.base import (
     wants_answer_schema,
 )
 
-MAX_OUTPUT_TOKENS = 4096
-
 
 def _to_wire(message: Message) -> dict[str, Any]:
     if message.role == "tool":
@@ -100,7 +98,7 @@ class OpenAIProvider(SDKProvider):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [_to_wire(m) for m in messages],
-            "max_completion_tokens": MAX_OUTPUT_TOKENS,
+            "max_completion_tokens": self.max_output_tokens,
         }
         if tools and self.features.tools:
             kwargs["tools"] = [
