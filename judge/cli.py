@@ -11,10 +11,11 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
+from judge import __version__
 from judge.errors import ConfigError, ContextError
+from judge.model_flag import ModelFlag
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -39,12 +40,18 @@ def _err(msg: str) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from judge.config import EVENTS, load_config
+    from judge.validation import check_config
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         for problem in exc.problems:
             _err(" ".join(problem.splitlines()))
+        return 1
+    findings = check_config(config)
+    for finding in findings:
+        _err(" ".join(str(finding).splitlines()))
+    if any(f.severity == "error" or args.strict for f in findings):
         return 1
     for event in EVENTS:
         hooks = config.hooks.for_event(event)
@@ -71,6 +78,12 @@ def cmd_config_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from judge.starter import init_main
+
+    return init_main(args)
+
+
 # ---------------------------------------------------------------------------
 # judge run
 
@@ -78,7 +91,9 @@ def cmd_config_schema(args: argparse.Namespace) -> int:
 def _read_context(path: str | None) -> Any:
     try:
         if path is not None:
-            text = Path(path).read_text(encoding="utf-8")
+            from judge.files import read_text
+
+            text = read_text(path, "context file")
             source = path
         else:
             if sys.stdin is None or sys.stdin.isatty():
@@ -125,9 +140,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ContextError, OSError) as exc:
         _err(str(exc))
         return 1
-    if args.transcript and not Path(args.transcript).is_file():
-        _err(f"transcript not found: {args.transcript}")
-        return 1
+    if args.transcript:
+        from judge.files import open_regular
+
+        try:
+            open_regular(args.transcript, "transcript").close()
+        except FileNotFoundError:
+            _err(f"transcript not found: {args.transcript}")
+            return 1
+        except OSError as exc:
+            _err(f"cannot read the transcript: {exc}")
+            return 1
     try:
         store = Store(args.state) if args.state else None
         audit = AuditLog(args.data_dir) if args.data_dir else None
@@ -189,10 +212,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="judge",
         description="An LLM-as-judge quality gate for AI agents.",
     )
+    parser.add_argument("--version", action="version", version=f"judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("init", help="write a starter config and a labelled smoke suite")
+    p.add_argument("dir", nargs="?", default=".", help="folder to write into (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("validate", help="validate a hook configuration")
     p.add_argument("config", help="YAML or JSON hook configuration")
+    p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("config", help="configuration helpers")
@@ -218,6 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transcripts-dir", help="execution_summary paths must be inside this folder")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
+    p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")
+    p.add_argument("--header-timeout", type=float, help="seconds to send request headers (default 10)")
+    p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("claude-code", help="run as a Claude Code command hook (stdin -> stdout)")
@@ -242,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
     p.add_argument(
+        "--recorded",
+        action="store_true",
+        help="score the cases' recorded verdicts (from a shadow log) against their labels; judge nothing",
+    )
+    p.add_argument(
         "--fail-under",
         action="append",
         default=[],
@@ -257,6 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--model", action=ModelFlag, help="judge every prompt hook with this tier or model")
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
@@ -293,8 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="dataset helpers")
     dsub = p.add_subparsers(dest="datasets_command", required=True, parser_class=_Parser)
     s = dsub.add_parser("convert", help="convert a public dataset into an eval suite")
-    s.add_argument("kind", choices=["llmbar", "tau-bench"], help="dataset kind")
-    s.add_argument("source", help="dataset file")
+    s.add_argument("kind", choices=["llmbar", "tau-bench", "shadow"], help="dataset kind")
+    s.add_argument("source", help="dataset file (for shadow: DATA_DIR/shadow_log.jsonl of judge serve)")
+    s.add_argument("--config", help="shadow: the hooks config the suite judges with (copied into it)")
+    s.add_argument("--event", default="Stop", help="shadow: which event's records to convert (default Stop)")
     s.add_argument("--out", required=True, help="output folder for the suite")
     s.add_argument("--limit", type=int, default=None, help="convert at most N items")
     s.set_defaults(func=cmd_datasets_convert)
@@ -313,6 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     parser = build_parser()
+    if not arguments:  # `judge` alone: the help, with argparse's usage-error status
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(arguments)
     if stdin_text is not None:
         args.stdin_text = stdin_text

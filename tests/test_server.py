@@ -243,6 +243,14 @@ def test_agent_yaml_resource_document(main: Service) -> None:
         ({"properties": {}, "extra": 1}, "extra: unknown key"),
         ({"hooks": {}}, "expected"),
         ([1, 2], "must be an object"),
+        (
+            {
+                "properties": {
+                    "hooks": {"Stop": [{"type": "command", "command": "env", "env": ["OPENAI_API_KEY"]}]}
+                }
+            },
+            "properties.hooks.Stop[0].env: not allowed for agents registered over HTTP",
+        ),
     ],
 )
 def test_agent_invalid_is_400_with_located_problems(main: Service, body: Any, where: str) -> None:
@@ -410,7 +418,9 @@ def test_execution_summary_confined_to_transcripts_dir(main: Service, dirs: dict
         assert status == 200, decision
         info = json.loads(decision["hookSpecificOutput"]["additionalContext"])
         assert info["text"].startswith("1: user: fix the bug")
-        assert Path(info["path"]) == (dirs["transcripts"] / "t1.txt").resolve()
+        # The hooks read a private snapshot of the file (same name), removed afterwards.
+        assert Path(info["path"]).name == "t1.txt" and info["mode"] == 0o600
+        assert not Path(info["path"]).exists()
     outside = [
         "../secret.txt",
         str(dirs["root"] / "secret.txt"),

@@ -46,6 +46,7 @@ from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, HookSet, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
 from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
+from judge.validation import runnable
 
 SUPPORTED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
 #: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
@@ -216,7 +217,7 @@ async def handle(
     """Evaluate one Claude Code hook call; return the JSON to print (``None``: print nothing)."""
     from judge.audit import AuditLog
     from judge.engine import Engine
-    from judge.gate import Gate, count_key
+    from judge.gate import Gate
     from judge.state import Store
 
     event = hook_input.hook_event_name
@@ -227,20 +228,19 @@ async def handle(
     stop = event in STOP_EVENTS
     key = session_key(hook_input)
     store = Store(state_path) if stop and key and state_path is not None else None
-    if store is not None and key and not hook_input.stop_hook_active:
-        # A fresh stop attempt (not a continuation we caused): a new rejection loop.
-        await asyncio.to_thread(store.reset, count_key(event, key))
+    # A fresh stop attempt (not a continuation we caused) starts a new rejection loop.
+    new_loop = store is not None and not hook_input.stop_hook_active
     audit = AuditLog(data_dir) if data_dir is not None else None
     gate = Gate(engine, store=store, audit=audit)
     cache_dir = state_path.parent / "render-cache" if state_path is not None else None
     try:
         with rendered_transcript(transcript_source(hook_input), cache_dir) as (transcript, last_text):
             context = build_context(hook_input, transcript, last_text)
-            decision = await gate.decide(event, context, session_id=key)
+            decision = await gate.decide(event, context, session_id=key, new_loop=new_loop)
     except RenderError as exc:
         _warn(str(exc))
         context = build_context(hook_input, None, None)
-        decision = await gate.decide(event, context, session_id=key)
+        decision = await gate.decide(event, context, session_id=key, new_loop=new_loop)
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
@@ -313,7 +313,7 @@ def main(args: argparse.Namespace) -> int:
         _warn("no configuration: pass --config CONFIG or set JUDGE_CONFIG; not blocking")
         return 0
     try:
-        config = load_config(config_path)
+        config = runnable(load_config(config_path))  # templates and models checked too
     except ConfigError as exc:
         for problem in exc.problems:
             _warn(f"{config_path}: {problem}")

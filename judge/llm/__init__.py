@@ -12,9 +12,12 @@ import asyncio
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from typing import Any
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
+from judge.files import NotARegularFile
 from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
@@ -22,6 +25,7 @@ from judge.llm.providers.base import Provider
 from judge.llm.text_tools import text_tools_enabled
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
+from judge.llm.tools.runner import tool_threads
 from judge.transcripts import prepare_transcript
 
 __all__ = ["JudgementTrace", "LLMJudge", "ProviderFactory", "ResolvedModel", "TraceObserver", "resolve_model"]
@@ -32,7 +36,7 @@ _imported: set[str] = set()
 #: Builds the provider for a resolved model (inject one in tests).
 ProviderFactory = Callable[[ResolvedModel], Provider]
 
-#: Called after each judgement that reached a verdict with what happened in it.
+#: Called after each judgement (verdict or not) with what happened in it.
 TraceObserver = Callable[[PromptRequest, JudgementTrace], None]
 
 
@@ -98,43 +102,51 @@ class LLMJudge:
             request.base_dir,
             arguments=delimit_context(request.context),
         )
-        tools = None
-        if request.transcript_path is not None:
-            try:
-                rendered = await asyncio.to_thread(prepare_transcript, request.transcript_path)
-            except OSError as exc:
-                raise HookError(
-                    f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
-                ) from None
-            tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds)
+        with tool_threads(deadline) as (budget, executor):
+            tools = None
+            if request.transcript_path is not None:
+                loop = asyncio.get_running_loop()
+                try:
+                    rendered = await loop.run_in_executor(
+                        executor, prepare_transcript, request.transcript_path, budget.check
+                    )
+                except NotARegularFile as exc:
+                    raise HookError(str(exc)) from None
+                except OSError as exc:
+                    raise HookError(
+                        f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
+                    ) from None
+                tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds, budget=budget)
+            return await self._converse(model, env, request, prompt, tools, deadline, executor)
+
+    async def _converse(
+        self,
+        model: ResolvedModel,
+        env: Mapping[str, str],
+        request: PromptRequest,
+        prompt: str,
+        tools: TranscriptTools | None,
+        deadline: float,
+        executor: Executor,
+    ) -> PromptVerdict:
         text_tools = text_tools_enabled(env) if self.text_tools is None else self.text_tools
         trace = JudgementTrace()
+        options: dict[str, Any] = {
+            "max_tool_rounds": self.max_tool_rounds,
+            "executor": executor,
+            "text_tools": text_tools,
+            "trace": trace,
+        }
         try:
             if self.provider_for is not None:
-                return await run_judgement(
-                    self.provider_for(model),
-                    prompt,
-                    tools,
-                    deadline,
-                    max_tool_rounds=self.max_tool_rounds,
-                    text_tools=text_tools,
-                    trace=trace,
-                )
+                return await run_judgement(self.provider_for(model), prompt, tools, deadline, **options)
             if model.provider in ("openai", "anthropic") and model.provider not in _imported:
                 # A first SDK import takes seconds: keep it off the event loop. (Not
                 # ``sys.modules``: a module is there from the moment its import starts.)
                 await asyncio.to_thread(importlib.import_module, model.provider)
                 _imported.add(model.provider)
             async with leased_provider(model, env, request.base_dir) as provider:
-                return await run_judgement(
-                    provider,
-                    prompt,
-                    tools,
-                    deadline,
-                    max_tool_rounds=self.max_tool_rounds,
-                    text_tools=text_tools,
-                    trace=trace,
-                )
+                return await run_judgement(provider, prompt, tools, deadline, **options)
         finally:
             if self.observer is not None:
                 self.observer(request, trace)

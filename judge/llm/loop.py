@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,8 +168,12 @@ def _tool_result(text: str) -> str:
     return f"<{TRANSCRIPT_TAG}>\n{body}\n</{TRANSCRIPT_TAG}>"
 
 
-async def _run_tools(tools: TranscriptTools, calls: Sequence[tuple[str, dict[str, Any] | None]]) -> list[str]:
-    return list(await asyncio.gather(*(asyncio.to_thread(tools.call, name, args) for name, args in calls)))
+async def _run_tools(
+    tools: TranscriptTools, calls: Sequence[tuple[str, dict[str, Any] | None]], executor: Executor | None
+) -> list[str]:
+    loop = asyncio.get_running_loop()
+    runs = (loop.run_in_executor(executor, tools.call, name, args) for name, args in calls)
+    return list(await asyncio.gather(*runs))
 
 
 def _first_call(tools: TranscriptTools | None) -> str | None:
@@ -199,10 +204,12 @@ class JudgementTrace:
     verdict: bool | None = None
 
 
-async def _text_tool_round(tools: TranscriptTools, calls: list[TextToolCall], trace: JudgementTrace) -> str:
+async def _text_tool_round(
+    tools: TranscriptTools, calls: list[TextToolCall], trace: JudgementTrace, executor: Executor | None
+) -> str:
     """Run the valid text tool calls; the user message holding every call's result."""
     runnable = [(c.name, c.arguments) for c in calls if c.error is None]
-    outputs = iter(await _run_tools(tools, runnable))
+    outputs = iter(await _run_tools(tools, runnable, executor))
     results: list[str] = []
     for c in calls:
         if c.error is not None:
@@ -222,8 +229,12 @@ async def run_judgement(
     max_tool_rounds: int = MAX_TOOL_ROUNDS,
     text_tools: bool = True,
     trace: JudgementTrace | None = None,
+    executor: Executor | None = None,
 ) -> PromptVerdict:
-    """Converse with ``provider`` until it gives a verdict (see the module docstring)."""
+    """Converse with ``provider`` until it gives a verdict (see the module docstring).
+
+    Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
+    """
     trace = JudgementTrace() if trace is None else trace
     messages = [
         Message("system", system_prompt(tools is not None, max_tool_rounds, text_tools=text_tools)),
@@ -249,7 +260,9 @@ async def run_judgement(
             allowed = tools is not None and rounds < max_tool_rounds and not final_turn
             messages.append(Message("assistant", completion.text, completion.tool_calls))
             if allowed and tools is not None:
-                outputs = await _run_tools(tools, [(c.name, c.arguments) for c in completion.tool_calls])
+                outputs = await _run_tools(
+                    tools, [(c.name, c.arguments) for c in completion.tool_calls], executor
+                )
                 results = [_tool_result(r) for r in outputs]
                 trace.tool_calls.extend(c.name for c in completion.tool_calls)
                 rounds += 1
@@ -265,7 +278,7 @@ async def run_judgement(
         if written and tools is not None and rounds < max_tool_rounds and not final_turn:
             # A tool call written as text wins over a verdict in the same reply.
             messages.append(Message("assistant", completion.text))
-            messages.append(Message("user", await _text_tool_round(tools, written, trace)))
+            messages.append(Message("user", await _text_tool_round(tools, written, trace, executor)))
             rounds += 1
             continue
         unread = tools is not None and not trace.tool_calls

@@ -24,6 +24,8 @@ or from a config / the environment as a model string (``model: fake:allow`` or
     an answer missing a marker the hook prompt asks it to end with (``ends with
     "Task complete."``), and an answer that looks unfinished (TODO, TBD, "I will",
     "let me", "next step", "still need", "not yet", "in progress"); allows the rest.
+``fake:optimizer``
+    the optimizer of ``judge tune`` offline (:mod:`judge.llm.providers.fake_optimizer`).
 ``fake:<file.json|yaml>``
     a script: a list of replies (one per turn; the last repeats), or
     ``{"rules": [{"match": "<regex>", "reply": ... | "steps": [...]}], "default": ...}``
@@ -47,6 +49,7 @@ import yaml
 
 from judge.decision import Usage
 from judge.errors import HookError
+from judge.files import read_text
 from judge.llm.providers.base import Completion, Message, ToolCall, ToolChoice, ToolSpec
 
 FakeReply = str | dict[str, Any] | Completion
@@ -181,7 +184,7 @@ def heuristic_verdict(messages: list[Message], tools: list[ToolSpec]) -> dict[st
 
 def _load_script(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "fake responses file")
     except OSError as exc:
         raise HookError(f"fake script {path} cannot be read: {exc.strerror or exc}") from None
     try:
@@ -243,12 +246,16 @@ def fake_provider(spec: str, base_dir: Path | None = None) -> FakeProvider:
         return FakeProvider(function=_always_fail, label=label)
     if mode == "heuristic":
         return FakeProvider(function=heuristic_verdict, label=label)
+    if mode == "optimizer":
+        from judge.llm.providers.fake_optimizer import optimizer_reply
+
+        return FakeProvider(function=optimizer_reply, label=label)
     path = Path(spec).expanduser()
     if not path.is_absolute() and base_dir is not None and (base_dir / path).exists():
         path = base_dir / path
     if not path.exists():
         raise HookError(
             f"unknown fake model {label!r}: use fake:allow, fake:block[:reason], "
-            "fake:reasonless, fake:error, fake:heuristic or fake:<script.json|yaml>"
+            "fake:reasonless, fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml>"
         )
     return script_provider(path, label)
