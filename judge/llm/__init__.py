@@ -13,26 +13,31 @@ import importlib
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from typing import Any
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.files import NotARegularFile
-from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
+from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
+from judge.llm.text_tools import text_tools_enabled
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
 from judge.llm.tools.runner import tool_threads
 from judge.transcripts import prepare_transcript
 
-__all__ = ["LLMJudge", "ProviderFactory", "ResolvedModel", "resolve_model"]
+__all__ = ["JudgementTrace", "LLMJudge", "ProviderFactory", "ResolvedModel", "TraceObserver", "resolve_model"]
 
 #: SDKs whose import has finished.
 _imported: set[str] = set()
 
 #: Builds the provider for a resolved model (inject one in tests).
 ProviderFactory = Callable[[ResolvedModel], Provider]
+
+#: Called after each judgement (verdict or not) with what happened in it.
+TraceObserver = Callable[[PromptRequest, JudgementTrace], None]
 
 
 class LLMJudge:
@@ -41,7 +46,9 @@ class LLMJudge:
     ``env`` defaults to :data:`os.environ`, read at each judgement. Judgements on one
     event loop reuse SDK clients (and their open connections) per provider, base URL
     and key; the loop's clients are closed when it shuts down
-    (:mod:`judge.llm.providers.pool`).
+    (:mod:`judge.llm.providers.pool`). ``text_tools`` recognises tool calls the model
+    writes as text (default: on unless ``JUDGE_TEXT_TOOL_CALLS=0`` in ``env``);
+    ``observer`` sees each judgement's :class:`JudgementTrace` (benchmarks, tests).
     """
 
     def __init__(
@@ -51,9 +58,13 @@ class LLMJudge:
         env: Mapping[str, str] | None = None,
         max_tool_rounds: int = MAX_TOOL_ROUNDS,
         grep_seconds: float = GREP_SECONDS,
+        text_tools: bool | None = None,
+        observer: TraceObserver | None = None,
     ) -> None:
         self.provider_for = provider_for
         self.env = env
+        self.text_tools = text_tools
+        self.observer = observer
         self.max_tool_rounds = max_tool_rounds
         self.grep_seconds = grep_seconds
 
@@ -118,18 +129,24 @@ class LLMJudge:
         deadline: float,
         executor: Executor,
     ) -> PromptVerdict:
-        rounds = self.max_tool_rounds
-        if self.provider_for is not None:
-            provider = self.provider_for(model)
-            return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=rounds, executor=executor
-            )
-        if model.provider in ("openai", "anthropic") and model.provider not in _imported:
-            # A first SDK import takes seconds: keep it off the event loop. (Not
-            # ``sys.modules``: a module is there from the moment its import starts.)
-            await asyncio.to_thread(importlib.import_module, model.provider)
-            _imported.add(model.provider)
-        async with leased_provider(model, env, request.base_dir) as provider:
-            return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=rounds, executor=executor
-            )
+        text_tools = text_tools_enabled(env) if self.text_tools is None else self.text_tools
+        trace = JudgementTrace()
+        options: dict[str, Any] = {
+            "max_tool_rounds": self.max_tool_rounds,
+            "executor": executor,
+            "text_tools": text_tools,
+            "trace": trace,
+        }
+        try:
+            if self.provider_for is not None:
+                return await run_judgement(self.provider_for(model), prompt, tools, deadline, **options)
+            if model.provider in ("openai", "anthropic") and model.provider not in _imported:
+                # A first SDK import takes seconds: keep it off the event loop. (Not
+                # ``sys.modules``: a module is there from the moment its import starts.)
+                await asyncio.to_thread(importlib.import_module, model.provider)
+                _imported.add(model.provider)
+            async with leased_provider(model, env, request.base_dir) as provider:
+                return await run_judgement(provider, prompt, tools, deadline, **options)
+        finally:
+            if self.observer is not None:
+                self.observer(request, trace)

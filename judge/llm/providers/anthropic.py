@@ -18,9 +18,8 @@ from judge.llm.providers.base import (
     api_settings,
     sdk_client,
     token_count,
+    wants_answer_schema,
 )
-
-MAX_OUTPUT_TOKENS = 4096
 
 #: Anthropic's structured output wants optional fields left out of ``required``.
 _ANTHROPIC_SCHEMA: dict[str, Any] = {
@@ -97,17 +96,18 @@ class AnthropicProvider(SDKProvider):
         system, wire = _to_wire(messages)
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": MAX_OUTPUT_TOKENS,
+            "max_tokens": self.max_output_tokens,
             "messages": wire,
         }
         if system:
             kwargs["system"] = system
-        if tools:
+        if tools and self.features.tools:
             kwargs["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
             ]
-            kwargs["tool_choice"] = {"type": tool_choice}
-        if self.structured_output:
+            if self.features.tool_choice:
+                kwargs["tool_choice"] = {"type": tool_choice}
+        if self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": _ANTHROPIC_SCHEMA}}
         return kwargs
 

@@ -24,6 +24,7 @@ from judge.errors import HookError
 from judge.llm.providers.failures import ConnectionFailure as ConnectionFailure
 from judge.llm.providers.failures import TransientError as TransientError
 from judge.llm.providers.failures import transport_failure
+from judge.llm.providers.features import Feature, Features, max_output_tokens, rejected_feature
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
@@ -130,6 +131,15 @@ def transient_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
+def wants_answer_schema(tools: list[ToolSpec], tool_choice: ToolChoice) -> bool:
+    """Whether a request may carry the verdict schema: only when no tool can be called.
+
+    A server that enforces the schema as a grammar (llama.cpp, vLLM, Ollama) could
+    otherwise never emit a tool call, written or structured.
+    """
+    return not tools or tool_choice == "none"
+
+
 def token_count(value: Any) -> int:
     """A token count from a usage object: a positive int, else 0."""
     return value if isinstance(value, int) and value > 0 else 0
@@ -233,7 +243,9 @@ class SDKProvider:
         self.sdk, self.sdk_error = self.load_sdk()
         self._owns_client = client is None
         self._client = self.new_client(key, self.base_url) if client is None else client
-        self.structured_output = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
+        structured = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
+        self.features = Features(structured_output=structured)
+        self.max_output_tokens = max_output_tokens(env)
 
     @staticmethod
     def load_sdk() -> tuple[Any, type[Exception]]:
@@ -245,8 +257,14 @@ class SDKProvider:
         """A new SDK client for this provider."""
         raise NotImplementedError
 
+    @property
+    def structured_output(self) -> bool:
+        """Whether the verdict schema is still sent (see :func:`wants_answer_schema`)."""
+        return self.features.structured_output
+
     def body(self, messages: list[Message], tools: list[ToolSpec], tool_choice: ToolChoice) -> dict[str, Any]:
-        """The request body (with :attr:`structured_field` when :attr:`structured_output`)."""
+        """The request body: only the :attr:`features` still on, and :attr:`structured_field`
+        only when no tool can be called (:func:`wants_answer_schema`)."""
         raise NotImplementedError
 
     def completion(self, data: object) -> Completion:
@@ -273,10 +291,16 @@ class SDKProvider:
         try:
             data = await self._client.post(self.path, cast_to=object, body=body, options=options)
         except self.sdk.APIStatusError as exc:
-            if exc.status_code == 400 and self.structured_output and self.structured_field in body:
-                # Older models and some compatible servers or gateways reject structured
-                # output: ask without it.
-                self.structured_output = False
+            fields: dict[Feature, str] = {
+                "structured_output": self.structured_field,
+                "tool_choice": "tool_choice",
+                "tools": "tools",
+            }
+            feature = rejected_feature(exc.status_code, error_message(exc), body, fields)
+            if feature is not None:
+                # Structured output, tool_choice or tools rejected (older models, local
+                # servers, gateways): ask again without it, and never send it again.
+                self.features.drop(feature)
                 return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
             raise self._translate(exc) from None
         except ValueError:  # a 200 whose body is not JSON (a proxy's page, a broken server)

@@ -19,9 +19,8 @@ from judge.llm.providers.base import (
     api_settings,
     sdk_client,
     token_count,
+    wants_answer_schema,
 )
-
-MAX_OUTPUT_TOKENS = 4096
 
 
 def _to_wire(message: Message) -> dict[str, Any]:
@@ -99,9 +98,9 @@ class OpenAIProvider(SDKProvider):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [_to_wire(m) for m in messages],
-            "max_completion_tokens": MAX_OUTPUT_TOKENS,
+            "max_completion_tokens": self.max_output_tokens,
         }
-        if tools:
+        if tools and self.features.tools:
             kwargs["tools"] = [
                 {
                     "type": "function",
@@ -113,9 +112,10 @@ class OpenAIProvider(SDKProvider):
                 }
                 for t in tools
             ]
-            kwargs["tool_choice"] = tool_choice
-            kwargs["parallel_tool_calls"] = True
-        if self.structured_output:
+            if self.features.tool_choice:
+                kwargs["tool_choice"] = tool_choice
+                kwargs["parallel_tool_calls"] = True
+        if self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},

@@ -1,0 +1,103 @@
+"""Request features a server may not support, and how a rejected one is dropped.
+
+The judge asks for three optional things: the verdict schema as structured output, a
+``tool_choice``, and ``tools`` themselves. Hosted APIs accept them all; local and
+compatible servers often do not, and say so in an error answer:
+
+- llama.cpp without ``--jinja``: HTTP 500 ``tools param requires --jinja flag`` (older
+  builds: ``Unsupported param: tools``); a schema it cannot turn into a grammar: HTTP 400
+  (or 500) mentioning the grammar / JSON schema.
+- vLLM without ``--enable-auto-tool-choice --tool-call-parser``: HTTP 400 ``"auto" tool
+  choice requires --enable-auto-tool-choice and --tool-call-parser to be set``.
+- Ollama with a model whose template has no tools: HTTP 400 ``<model> does not support
+  tools``; older OpenAI-compatible layers reject unknown fields such as
+  ``response_format``/``tool_choice`` with a 400/422.
+
+:func:`rejected_feature` reads such an answer and names the ONE feature to drop (the
+provider then repeats the request without it and never sends it again); a tool the model
+can no longer call structurally is still reachable as a text tool call
+(:mod:`judge.llm.text_tools`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from judge.errors import HookError
+
+Feature = Literal["structured_output", "tool_choice", "tools"]
+
+#: Statuses a server answers an unsupported feature with (llama.cpp uses 500/501).
+FEATURE_STATUSES = (400, 422, 500, 501)
+
+_TOOL_CHOICE_HINTS = ("tool_choice", "tool choice", "enable-auto-tool-choice", "tool-call-parser")
+_TOOLS_HINTS = (
+    "--jinja",
+    "param: tools",
+    "support tools",
+    "supports tools",
+    "tools param",
+    "'tools'",
+    '"tools"',
+)
+_SCHEMA_HINTS = ("response_format", "json_schema", "grammar", "schema", "output_config", "structured")
+
+
+@dataclass
+class Features:
+    """What this provider still sends (each is switched off for good once rejected)."""
+
+    structured_output: bool = True
+    tool_choice: bool = True
+    tools: bool = True
+
+    def drop(self, feature: Feature) -> None:
+        setattr(self, feature, False)
+
+
+def rejected_feature(
+    status: int, message: str, body: dict[str, Any], fields: dict[Feature, str]
+) -> Feature | None:
+    """The feature a server rejected, judged from its error answer; ``None`` otherwise.
+
+    ``fields`` maps each feature to the request field carrying it (only features present
+    in ``body`` can be blamed). A plain 400 while structured output was asked for blames
+    structured output (older models and gateways reject it without a precise message).
+    """
+    if status not in FEATURE_STATUSES:
+        return None
+    text = message.lower()
+    present = {feature for feature, key in fields.items() if key in body}
+    if any(hint in text for hint in _TOOL_CHOICE_HINTS):
+        # Without tool_choice vLLM still applies "auto" to tools: then drop the tools too.
+        if "tool_choice" in present:
+            return "tool_choice"
+        if "tools" in present:
+            return "tools"
+    if "tools" in present and any(hint in text for hint in _TOOLS_HINTS):
+        return "tools"
+    if "structured_output" in present and (status == 400 or any(hint in text for hint in _SCHEMA_HINTS)):
+        return "structured_output"
+    return None
+
+
+#: Most tokens one answer may take (``JUDGE_MAX_OUTPUT_TOKENS``). A verdict or a tool call
+#: needs a few hundred; a small model that rambles on a slow CPU spends minutes on more.
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+MAX_OUTPUT_TOKENS_VAR = "JUDGE_MAX_OUTPUT_TOKENS"
+
+
+def max_output_tokens(env: Mapping[str, str]) -> int:
+    """The answer-length cap from the environment (HookError for a bad value)."""
+    raw = env.get(MAX_OUTPUT_TOKENS_VAR, "").strip()
+    if not raw:
+        return DEFAULT_MAX_OUTPUT_TOKENS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 16 <= value <= 1_000_000:
+        raise HookError(f"{MAX_OUTPUT_TOKENS_VAR} must be a whole number of tokens from 16 up, got {raw!r}")
+    return value

@@ -1,0 +1,262 @@
+"""Text tool calls, the evidence-first nudge, the answer schema kept apart from tools, and
+servers that reject a feature: through the real openai / anthropic SDKs against the local
+test server (no network)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.config import Hook
+from judge.decision import PromptRequest
+from judge.errors import HookError
+from judge.llm import JudgementTrace, LLMJudge
+from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, REPAIR_PROMPT
+from judge.llm.text_tools import RESULTS_HEADER
+from judge.testing import LLMRequest, LLMServer, call, fail, say, verdict
+
+FORMATS = ["openai", "anthropic"]
+SCHEMA_FIELD = {"openai": "response_format", "anthropic": "output_config"}
+
+for _sdk in FORMATS:
+    importlib.import_module(_sdk)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _clean(server):
+    server.reset()
+    server.handler = None
+    server.default = verdict(True)
+    yield
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Path:
+    path = tmp_path / "transcript.txt"
+    lines = [f"line {i}: agent step {i}" for i in range(1, 61)]
+    lines[41] = "line 42: ERROR tests failed: 2 failed, 10 passed"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def request_for(transcript: Path | None) -> PromptRequest:
+    context: dict[str, Any] = {"hook_event_name": "Stop", "final_output": "All tests pass."}
+    if transcript is not None:
+        context["execution_summary"] = str(transcript)
+    hook = Hook(type="prompt", prompt="Check the answer against the transcript. $ARGUMENTS", timeout=20)
+    return PromptRequest(hook=hook, context=context, transcript_path=transcript)
+
+
+def judge(server: LLMServer, fmt: str, traces: list[JudgementTrace], **kwargs: Any) -> LLMJudge:
+    env = {**server.env(fmt), **kwargs.pop("env", {})}
+    return LLMJudge(env=env, observer=lambda _request, trace: traces.append(trace), **kwargs)
+
+
+def last_user_text(request: LLMRequest) -> str:
+    content = request.messages[-1]["content"]
+    if isinstance(content, list):
+        return "\n".join(str(block.get("text") or block.get("content") or "") for block in content)
+    return str(content)
+
+
+def written(name: str, **arguments: Any) -> str:
+    return json.dumps({"name": name, "arguments": arguments})
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_fenced_text_call_is_run_and_its_result_sent_back(server, fmt, transcript):
+    read_call = written("ReadFile", filePath=str(transcript), startLine=40, endLine=43)
+    server.push(
+        say(f"I need it.\n```json\n{read_call}\n```"),
+        verdict(False, "Line 42 shows 2 failed tests; fix them."),
+    )
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(transcript))
+    assert (result.ok, result.reason) == (False, "Line 42 shows 2 failed tests; fix them.")
+    first, second = server.requests
+    assert first.messages[-1]["role"] == "user"
+    sent = last_user_text(second)
+    assert sent.startswith(RESULTS_HEADER)
+    assert "[1] ReadFile" in sent and "    42\tline 42: ERROR tests failed" in sent
+    assert "<transcript_data>" in sent and "    44\t" not in sent
+    assert second.messages[-2]["role"] == "assistant"  # the written call stays in the conversation
+    assert traces[0].tool_calls == ["text:ReadFile"] and traces[0].verdict is False
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_tagged_call_wins_over_a_verdict_in_the_same_reply(server, fmt, transcript):
+    server.push(
+        say(f'<tool_call>{written("GrepSearch", query="failed", isRegexp=False)}</tool_call>{{"ok": true}}'),
+        verdict(False, "2 tests failed."),
+    )
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(transcript))
+    assert result.ok is False and len(server.requests) == 2
+    assert "42: line 42: ERROR tests failed" in last_user_text(server.requests[1])
+    assert traces[0].tool_calls == ["text:GrepSearch"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_at_the_round_limit_the_verdict_beside_a_call_counts(server, fmt, transcript):
+    grep = written("GrepSearch", query="failed", isRegexp=False)
+    server.push(say(grep), say(f'{grep}\n{{"ok": false, "reason": "Tests failed."}}'))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces, max_tool_rounds=1).evaluate(request_for(transcript))
+    assert (result.ok, result.reason) == (False, "Tests failed.")
+    assert len(server.requests) == 2 and traces[0].tool_calls == ["text:GrepSearch"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_call_past_the_round_limit_gets_a_final_verdict_turn(server, fmt, transcript):
+    grep = written("GrepSearch", query="failed", isRegexp=False)
+    server.push(say(grep), say(grep), verdict(True))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces, max_tool_rounds=1).evaluate(request_for(transcript))
+    assert result.ok is True
+    third = server.requests[2]
+    assert last_user_text(third) == NO_MORE_TOOLS_TEXT
+    assert SCHEMA_FIELD[fmt] in third.body  # no tool can be called: the answer schema applies
+    choice = third.body["tool_choice"]
+    assert choice == "none" or choice == {"type": "none"}
+    assert traces[0].tool_calls == ["text:GrepSearch"] and traces[0].repaired
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_bad_arguments_go_back_as_an_error_without_running(server, fmt, transcript):
+    server.push(say(written("ReadFile", filePath=str(transcript), startLine="one")), verdict(True))
+    traces: list[JudgementTrace] = []
+    await judge(server, fmt, traces).evaluate(request_for(transcript))
+    sent = last_user_text(server.requests[1])
+    assert "Error: bad arguments for ReadFile: missing endLine; startLine must be integer, got string" in sent
+    assert "<transcript_data>" not in sent
+    assert traces[0].tool_calls == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_other_json_in_the_answer_is_not_a_call(server, fmt, transcript):
+    server.push(
+        call("ReadFile", filePath=str(transcript), startLine=1, endLine=5),
+        say('{"name": "deploy", "arguments": {"env": "prod"}}\n{"ok": true}'),
+    )
+    result = await judge(server, fmt, []).evaluate(request_for(transcript))
+    assert result.ok is True and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_switched_off_a_written_call_is_not_run(server, fmt, transcript):
+    call_text = written("ReadFile", filePath=str(transcript), startLine=1, endLine=50)
+    server.push(say(call_text), say(call_text), verdict(False, "No evidence read."))
+    traces: list[JudgementTrace] = []
+    off = judge(server, fmt, traces, env={"JUDGE_TEXT_TOOL_CALLS": "0"})
+    result = await off.evaluate(request_for(transcript))
+    assert result.ok is False
+    assert all("Transcript lines" not in r.text for r in server.requests)
+    assert NUDGE_TOOLS in server.requests[1].text  # the plain nudge: no call to copy
+    assert last_user_text(server.requests[2]) == REPAIR_PROMPT
+    assert "If you cannot make a structured tool call" not in server.requests[0].system
+    assert traces[0].tool_calls == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_an_answer_before_reading_is_sent_back_once(server, fmt, transcript):
+    server.push(
+        verdict(True),
+        say(written("GrepSearch", query="failed", isRegexp=False)),
+        verdict(False, "2 tests failed."),
+    )
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(transcript))
+    assert result.ok is False and len(server.requests) == 3
+    nudge = last_user_text(server.requests[1])
+    assert "You have not read the transcript yet" in nudge
+    assert written("ReadFile", filePath=str(transcript), startLine=1, endLine=100) in nudge
+    assert traces[0].tool_calls == ["text:GrepSearch"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_second_answer_without_reading_is_accepted(server, fmt, transcript):
+    server.push(verdict(True), verdict(True))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(transcript))
+    assert result.ok is True and len(server.requests) == 2 and traces[0].tool_calls == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_tools_and_the_answer_schema_never_share_a_request(server, fmt, transcript):
+    server.push(say("Let me think about it."), say("Still thinking."), verdict(True))
+    await judge(server, fmt, []).evaluate(request_for(transcript))
+    first, nudged, final = server.requests
+    for request in (first, nudged):
+        assert request.tool_names and SCHEMA_FIELD[fmt] not in request.body
+    assert last_user_text(final) == REPAIR_PROMPT and SCHEMA_FIELD[fmt] in final.body
+    without_transcript = len(server.requests)
+    await judge(server, fmt, []).evaluate(request_for(None))
+    alone = server.requests[without_transcript]
+    assert not alone.tool_names and SCHEMA_FIELD[fmt] in alone.body  # no tools: schema from the start
+
+
+async def test_a_server_without_tool_support_falls_back_to_text_calls(server, transcript):
+    server.push(
+        fail(500, "tools param requires --jinja flag"),
+        say(written("GrepSearch", query="failed", isRegexp=False)),
+        verdict(False, "2 tests failed."),
+    )
+    traces: list[JudgementTrace] = []
+    result = await judge(server, "openai", traces).evaluate(request_for(transcript))
+    assert result.ok is False
+    rejected, plain, after = server.requests
+    assert "tools" in rejected.body and "tools" not in plain.body and "tool_choice" not in plain.body
+    assert "tools" not in after.body and "42: line 42" in last_user_text(after)
+    assert traces[0].tool_calls == ["text:GrepSearch"]
+
+
+async def test_a_server_without_auto_tool_choice_is_asked_without_it(server, transcript):
+    message = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    server.push(fail(400, message), call("GrepSearch", query="failed", isRegexp=False), verdict(True))
+    traces: list[JudgementTrace] = []
+    await judge(server, "openai", traces).evaluate(request_for(transcript))
+    rejected, retried, after = server.requests
+    assert rejected.body["tool_choice"] == "auto"
+    assert "tool_choice" not in retried.body and retried.tool_names == ["ReadFile", "GrepSearch"]
+    assert "tool_choice" not in after.body
+    assert traces[0].tool_calls == ["GrepSearch"]
+
+
+async def test_a_grammar_error_drops_the_schema(server):
+    server.push(fail(400, "failed to parse grammar: expecting name"), verdict(True))
+    result = await judge(server, "openai", []).evaluate(request_for(None))
+    assert result.ok is True
+    assert "response_format" in server.requests[0].body and "response_format" not in server.requests[1].body
+
+
+async def test_an_ordinary_server_error_is_still_retried_as_is(server):
+    server.push(fail(500, "out of memory"), verdict(True))
+    result = await judge(server, "openai", []).evaluate(request_for(None))
+    assert result.ok is True
+    assert "response_format" in server.requests[1].body
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_the_answer_length_cap_comes_from_the_environment(server, fmt):
+    capped = judge(server, fmt, [], env={"JUDGE_MAX_OUTPUT_TOKENS": "256"})
+    await capped.evaluate(request_for(None))
+    await judge(server, fmt, []).evaluate(request_for(None))
+    key = "max_completion_tokens" if fmt == "openai" else "max_tokens"
+    assert [r.body[key] for r in server.requests] == [256, 4096]
+
+
+async def test_a_bad_answer_length_cap_is_a_clear_hook_error(server):
+    bad = judge(server, "openai", [], env={"JUDGE_MAX_OUTPUT_TOKENS": "lots"})
+    with pytest.raises(HookError, match=r"JUDGE_MAX_OUTPUT_TOKENS must be a whole number of tokens.*'lots'"):
+        await bad.evaluate(request_for(None))
+    assert server.requests == []
