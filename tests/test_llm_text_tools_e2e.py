@@ -260,3 +260,15 @@ async def test_a_bad_answer_length_cap_is_a_clear_hook_error(server):
     with pytest.raises(HookError, match=r"JUDGE_MAX_OUTPUT_TOKENS must be a whole number of tokens.*'lots'"):
         await bad.evaluate(request_for(None))
     assert server.requests == []
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_evidence_first_can_be_switched_off(server, fmt, transcript):
+    server.push(verdict(True))
+    on = await judge(server, fmt, []).evaluate(request_for(transcript))
+    assert on.ok is True and len(server.requests) == 2  # the early answer was sent back once
+    server.requests.clear()
+    server.push(verdict(True))
+    off = judge(server, fmt, [], env={"JUDGE_EVIDENCE_FIRST": "0"})
+    assert (await off.evaluate(request_for(transcript))).ok is True
+    assert len(server.requests) == 1  # answered at once, as the model chose

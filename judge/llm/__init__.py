@@ -22,7 +22,7 @@ from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
-from judge.llm.text_tools import text_tools_enabled
+from judge.llm.text_tools import evidence_first_enabled, text_tools_enabled
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
 from judge.llm.tools.runner import tool_threads
@@ -136,6 +136,7 @@ class LLMJudge:
             "executor": executor,
             "text_tools": text_tools,
             "trace": trace,
+            "evidence_first": evidence_first_enabled(env),
         }
         try:
             if self.provider_for is not None:

@@ -230,8 +230,11 @@ async def run_judgement(
     text_tools: bool = True,
     trace: JudgementTrace | None = None,
     executor: Executor | None = None,
+    evidence_first: bool = True,
 ) -> PromptVerdict:
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
+
+    ``evidence_first``: an answer given before anything was read is sent back once.
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
     """
@@ -244,7 +247,8 @@ async def run_judgement(
     usage = Usage()
     rounds = 0
     repaired = False
-    final_turn = nudged = False
+    final_turn = False
+    nudged = not evidence_first
     while True:
         # Tools and the answer schema never share a request: while a tool may be called,
         # the answer is free text (providers send the verdict schema only with "none").

@@ -57,6 +57,17 @@ class TextToolCall:
     error: str | None = None
 
 
+EVIDENCE_FIRST_VAR = "JUDGE_EVIDENCE_FIRST"
+
+
+def evidence_first_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a verdict given before the transcript was read is sent back once (on unless
+    ``JUDGE_EVIDENCE_FIRST`` is off: saves a round trip per judgement on models that judge
+    well from the answer alone)."""
+    env = os.environ if env is None else env
+    return env.get(EVIDENCE_FIRST_VAR, "1").strip().lower() not in _OFF
+
+
 def text_tools_enabled(env: Mapping[str, str] | None = None) -> bool:
     """Whether text tool calls are recognised (on unless ``JUDGE_TEXT_TOOL_CALLS`` is off)."""
     env = os.environ if env is None else env
