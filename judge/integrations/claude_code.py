@@ -175,6 +175,7 @@ async def run_bounded(
     data_dir: Path | None,
     rewrite: RewriteMode,
     seconds: float | None,
+    timeout: float | None = None,
 ) -> dict[str, Any] | None:
     """:func:`handle` under a deadline (``seconds``) and the cancelling signals.
 
@@ -196,7 +197,7 @@ async def run_bounded(
         async with asyncio.timeout(seconds):
             return await handle(hook_input, config, state_path, data_dir, rewrite=rewrite)
     except TimeoutError:
-        problem = f"judge did not finish within its --timeout of {seconds:.1f} s"
+        problem = f"judge did not finish within its --timeout of {timeout or seconds:g} s"
     except asyncio.CancelledError:
         if not received:
             raise
@@ -227,13 +228,25 @@ def _read_stdin() -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def deadline_seconds(timeout: float | None, started: float) -> float | None:
-    """Seconds left for the evaluation: ``--timeout`` minus what has passed, minus a margin
-    for unwinding (killing hook children, removing files) and printing the answer."""
+def process_age() -> float:
+    """Seconds since this process started (interpreter start-up included); 0 if unknown."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def deadline_seconds(timeout: float | None, started: float, age: float = 0.0) -> float | None:
+    """Seconds left for the evaluation: ``--timeout`` minus what has passed since the
+    process started (``age`` at ``started``), minus a margin for unwinding (killing hook
+    children, removing files) and printing the answer."""
     if timeout is None:
         return None
-    margin = max(0.2, min(1.0, timeout * 0.1))
-    return max(0.05, timeout - (time.monotonic() - started) - margin)
+    margin = max(0.3, min(1.0, timeout * 0.1))
+    return max(0.05, timeout - age - (time.monotonic() - started) - margin)
 
 
 def rewrite_mode(value: str | None) -> RewriteMode:
@@ -250,7 +263,7 @@ def rewrite_mode(value: str | None) -> RewriteMode:
 
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
-    started = time.monotonic()
+    started, age = time.monotonic(), process_age()
     try:
         hook_input = parse_input(_read_stdin())
     except InputError as exc:
@@ -282,9 +295,10 @@ def main(args: argparse.Namespace) -> int:
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
-    seconds = deadline_seconds(getattr(args, "timeout", None), started)
+    timeout = getattr(args, "timeout", None)
+    seconds = deadline_seconds(timeout, started, age)
     try:
-        output = asyncio.run(run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds))
+        output = asyncio.run(run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout))
     except ContextError as exc:
         _adapter_failure(event, str(exc))
         return 0
