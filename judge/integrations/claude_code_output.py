@@ -35,6 +35,8 @@ from judge.integrations.claude_code_protocol import BLOCKED_RESULT_PREFIX, Rewri
 DEFAULT_BLOCK_REASON = "Blocked by judge"
 DEFAULT_RESULT_BLOCK_REASON = "Tool result blocked by hook"
 REWRITE_REASON = "judge rewrote the tool input"
+#: Tools whose result the model sees as a fixed confirmation: nothing there to withhold.
+FIXED_RESULT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWrite"})
 
 
 def _text_file_result(tool_input: Any, text: str) -> dict[str, Any]:
@@ -59,6 +61,8 @@ def withheld_tool_output(tool_name: str | None, tool_input: Any, response: Any, 
     if isinstance(response, list):  # MCP content blocks
         return [{"type": "text", "text": text}]
     if not isinstance(response, dict):
+        return None
+    if tool_name in FIXED_RESULT_TOOLS:
         return None
     out = copy.deepcopy(response)
     if tool_name == "Read":
