@@ -247,7 +247,6 @@ def write_atomically(path: Path, text: str) -> None:
 
 def install(args: argparse.Namespace, project: Path) -> int:
     path = settings_path(args.scope, project)
-    before, settings = read_settings(path)
     entries: list[Entry] = []
     if not args.uninstall:
         raw = getattr(args, "install_config", None) or str(project / DEFAULT_CONFIG)
@@ -266,6 +265,7 @@ def install(args: argparse.Namespace, project: Path) -> int:
         entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)
         if not entries:
             print(f"{config_path} has no hooks Claude Code can run; registering nothing", file=sys.stderr)
+    before, settings = read_settings(path)
     merged, notes = merge(settings, entries)
     after = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
     for note in notes:
