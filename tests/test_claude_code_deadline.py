@@ -93,19 +93,25 @@ def judge_argv(config: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "judge", "claude-code", "--config", str(config), *extra]
 
 
-@pytest.mark.slow
-def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path) -> None:
-    config, pids, env = setup(tmp_path, "PreToolUse")
+def run_judge(tmp_path: Path, event: str, config: Path, env: dict[str, str], timeout: str) -> Any:
+    """Run judge with ``--timeout``; return its JSON answer."""
     done = subprocess.run(
-        judge_argv(config, "--timeout", "3"),
-        input=payload(tmp_path, "PreToolUse"),
+        judge_argv(config, "--timeout", timeout),
+        input=payload(tmp_path, event),
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path) -> None:
+    config, pids, env = setup(tmp_path, "PreToolUse")
+    out = run_judge(tmp_path, "PreToolUse", config, env, "3")
+    assert out == {
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "deny",
@@ -119,33 +125,17 @@ def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_timeout_on_a_fail_open_stop_lets_it_through_with_a_notice(tmp_path: Path) -> None:
     config, pids, env = setup(tmp_path, "Stop")
-    done = subprocess.run(
-        judge_argv(config, "--timeout", "2"),
-        input=payload(tmp_path, "Stop"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
-    assert json.loads(done.stdout) == {
-        "systemMessage": "judge: judge did not finish within its --timeout of 2 s; not checked"
-    }
+    out = run_judge(tmp_path, "Stop", config, env, "2")
+    assert out == {"systemMessage": "judge: judge did not finish within its --timeout of 2 s; not checked"}
     assert_all_gone(pids)
 
 
 @pytest.mark.slow
 def test_timeout_on_a_fail_closed_post_tool_use_withholds_the_result(tmp_path: Path) -> None:
     config, _, env = setup(tmp_path, "PostToolUse", {"failMode": "block"})
-    done = subprocess.run(
-        judge_argv(config, "--timeout", "2"),
-        input=payload(tmp_path, "PostToolUse"),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    out = run_judge(tmp_path, "PostToolUse", config, env, "2")
     reason = "Hook error: judge did not finish within its --timeout of 2 s"
-    assert json.loads(done.stdout) == {
+    assert out == {
         "decision": "block",
         "reason": reason,
         "hookSpecificOutput": {

@@ -107,7 +107,16 @@ def fail_mode_output(
     if not any(h.fail_mode_for(event) == "block" for _, _, h in hooks):
         return {"systemMessage": f"judge: {problem}; not checked"}
     decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}")
-    out = claude_code_output(
+    out = answer_for(decision, hook_input, rewrite)
+    assert out is not None  # a block always has an answer
+    return out
+
+
+def answer_for(
+    decision: Decision, hook_input: ClaudeCodeInput, rewrite: RewriteMode
+) -> dict[str, Any] | None:
+    """Claude Code's answer for ``decision`` on this input (``None``: print nothing)."""
+    return claude_code_output(
         decision,
         hook_input.hook_event_name,
         rewrite,
@@ -115,8 +124,6 @@ def fail_mode_output(
         hook_input.tool_input,
         hook_input.tool_response,
     )
-    assert out is not None  # a block always has an answer
-    return out
 
 
 async def handle(
@@ -158,14 +165,7 @@ async def handle(
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
-    return claude_code_output(
-        decision,
-        hook_input.hook_event_name,
-        rewrite,
-        hook_input.tool_name,
-        hook_input.tool_input,
-        hook_input.tool_response,
-    )
+    return answer_for(decision, hook_input, rewrite)
 
 
 async def run_bounded(
