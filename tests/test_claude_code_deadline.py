@@ -9,26 +9,41 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-# A command hook that records its pid and a grandchild's, then waits for ever.
-HANGING = "echo $$ > {pids}; sleep 1000 & echo $! >> {pids}; wait"
+# A command hook that starts a background child and waits for ever. The processes are found
+# by their command line (``sleep <marker>``): hooks may run as another user, in their own
+# PID namespace, where they can neither write our files nor know their host pids.
+HANGING = "sleep {marker} & sleep {marker}"
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+def marked(marker: int) -> list[int]:
+    """Host pids of running processes whose command line is ``sleep <marker>`` (zombies excluded)."""
+    want = f"sleep\0{marker}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes() != want:
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(entry.name))
+    return found
 
 
 def wait_for(condition: Any, what: str, limit: float = 30.0) -> None:
@@ -39,21 +54,35 @@ def wait_for(condition: Any, what: str, limit: float = 30.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.fixture
+def marker() -> Iterator[int]:
+    value = random.randint(10**7, 10**8)
+    yield value
+    for pid in marked(value):  # never leave a stray process behind, even when a test fails
+        os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def open_tmp() -> Iterator[Path]:
+    """A temp folder hook users other than ours can enter (hooks may run as nobody)."""
+    path = Path(tempfile.mkdtemp(prefix="judge-deadline-test-"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 def setup(
-    tmp_path: Path, event: str, extra: dict[str, Any] | None = None
-) -> tuple[Path, Path, dict[str, str]]:
-    pids = tmp_path / "pids"
-    hook = {"type": "command", "timeout": 120, "command": HANGING.format(pids=pids), **(extra or {})}
+    tmp_path: Path, tmp: Path, marker: int, event: str, extra: dict[str, Any] | None = None
+) -> tuple[Path, dict[str, str]]:
+    hook = {"type": "command", "timeout": 120, "command": HANGING.format(marker=marker), **(extra or {})}
     if event in ("PreToolUse", "PostToolUse"):
         hook["matcher"] = "*"
     config = tmp_path / "judge.json"
     config.write_text(json.dumps({"hooks": {event: [hook]}}), encoding="utf-8")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(TMPDIR=str(tmp), JUDGE_STATE=str(tmp_path / "state.sqlite"))
     env.pop("JUDGE_CONFIG", None)
-    return config, pids, env
+    return config, env
 
 
 def payload(tmp_path: Path, event: str) -> str:
@@ -78,15 +107,9 @@ def payload(tmp_path: Path, event: str) -> str:
     return json.dumps(data)
 
 
-def assert_all_gone(pids: Path) -> None:
-    """The hook and its grandchild end (SIGKILL lands at once; reaping takes a moment)."""
-    started = hook_pids(pids)
-    assert len(started) == 2  # the hook ran, and so did its grandchild
-    wait_for(lambda: not [p for p in started if alive(p)], f"hook processes {started} to end", 10)
-
-
-def hook_pids(pids: Path) -> list[int]:
-    return [int(x) for x in pids.read_text().split()] if pids.exists() else []
+def assert_all_gone(marker: int) -> None:
+    """The hook's processes end (a kill lands at once; reaping takes a moment)."""
+    wait_for(lambda: not marked(marker), f"the hook's processes (sleep {marker}) to end", 10)
 
 
 def judge_argv(config: Path, *extra: str) -> list[str]:
@@ -108,8 +131,8 @@ def run_judge(tmp_path: Path, event: str, config: Path, env: dict[str, str], tim
 
 
 @pytest.mark.slow
-def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path) -> None:
-    config, pids, env = setup(tmp_path, "PreToolUse")
+def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path, open_tmp: Path, marker: int) -> None:
+    config, env = setup(tmp_path, open_tmp, marker, "PreToolUse")
     out = run_judge(tmp_path, "PreToolUse", config, env, "3")
     assert out == {
         "hookSpecificOutput": {
@@ -118,21 +141,25 @@ def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path) -> None
             "permissionDecisionReason": "Hook error: judge did not finish within its --timeout of 3 s",
         }
     }
-    assert_all_gone(pids)
-    assert list((tmp_path / "tmp").iterdir()) == []  # transcript copy and hook workdir removed
+    assert_all_gone(marker)
+    assert list(open_tmp.iterdir()) == []  # transcript copy and hook workdir removed
 
 
 @pytest.mark.slow
-def test_timeout_on_a_fail_open_stop_lets_it_through_with_a_notice(tmp_path: Path) -> None:
-    config, pids, env = setup(tmp_path, "Stop")
+def test_timeout_on_a_fail_open_stop_lets_it_through_with_a_notice(
+    tmp_path: Path, open_tmp: Path, marker: int
+) -> None:
+    config, env = setup(tmp_path, open_tmp, marker, "Stop")
     out = run_judge(tmp_path, "Stop", config, env, "2")
     assert out == {"systemMessage": "judge: judge did not finish within its --timeout of 2 s; not checked"}
-    assert_all_gone(pids)
+    assert_all_gone(marker)
 
 
 @pytest.mark.slow
-def test_timeout_on_a_fail_closed_post_tool_use_withholds_the_result(tmp_path: Path) -> None:
-    config, _, env = setup(tmp_path, "PostToolUse", {"failMode": "block"})
+def test_timeout_on_a_fail_closed_post_tool_use_withholds_the_result(
+    tmp_path: Path, open_tmp: Path, marker: int
+) -> None:
+    config, env = setup(tmp_path, open_tmp, marker, "PostToolUse", {"failMode": "block"})
     out = run_judge(tmp_path, "PostToolUse", config, env, "2")
     reason = "Hook error: judge did not finish within its --timeout of 2 s"
     assert out == {
@@ -152,8 +179,10 @@ def test_timeout_on_a_fail_closed_post_tool_use_withholds_the_result(tmp_path: P
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_kills_hook_children_and_removes_temp_files(tmp_path: Path, sig: signal.Signals) -> None:
-    config, pids, env = setup(tmp_path, "PreToolUse")
+def test_signal_kills_hook_children_and_removes_temp_files(
+    tmp_path: Path, open_tmp: Path, marker: int, sig: signal.Signals
+) -> None:
+    config, env = setup(tmp_path, open_tmp, marker, "PreToolUse")
     proc = subprocess.Popen(
         judge_argv(config),
         stdin=subprocess.PIPE,
@@ -166,8 +195,8 @@ def test_signal_kills_hook_children_and_removes_temp_files(tmp_path: Path, sig: 
         assert proc.stdin is not None
         proc.stdin.write(payload(tmp_path, "PreToolUse"))
         proc.stdin.close()
-        wait_for(lambda: len(hook_pids(pids)) == 2, "the hook and its grandchild to start")
-        tmp = tmp_path / "tmp"
+        wait_for(lambda: len(marked(marker)) == 2, "the hook and its background child to start")
+        tmp = open_tmp
         names = sorted(p.name for p in tmp.iterdir())
         assert any(n.startswith("judge-claude-code-") for n in names), names  # the rendered copy
         assert any(n.startswith("judge-hook-") for n in names), names  # the hook's workdir
@@ -183,7 +212,7 @@ def test_signal_kills_hook_children_and_removes_temp_files(tmp_path: Path, sig: 
     answer = json.loads(out)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny"
     assert answer["permissionDecisionReason"] == f"Hook error: judge was stopped by {sig.name}"
-    assert_all_gone(pids)
+    assert_all_gone(marker)
     assert list(tmp.iterdir()) == []
 
 
@@ -199,7 +228,7 @@ def test_timeout_flag_rejects_nonsense() -> None:
     assert "--timeout: must be a number of seconds, got 'soon'" in done.stderr
 
 
-async def test_cancelling_while_a_hook_starts_kills_its_group(tmp_path: Path) -> None:
+async def test_cancelling_while_a_hook_starts_kills_its_group(marker: int) -> None:
     """A deadline or signal can land while the hook's process is still being set up.
 
     An interrupted set-up used to kill the script alone, then wait for pipes that its
@@ -210,13 +239,11 @@ async def test_cancelling_while_a_hook_starts_kills_its_group(tmp_path: Path) ->
     from judge.commands import run_command_hook
     from judge.config import Hook
 
-    pids = tmp_path / "pids"
-    hook = Hook(type="command", command=f"sleep 1000 & echo $! >> {pids}; wait", timeout=60)
+    hook = Hook(type="command", command=HANGING.format(marker=marker), timeout=60)
     for _ in range(10):
         task = asyncio.ensure_future(run_command_hook(hook, "{}"))
         await asyncio.sleep(0)  # the process is forked; its pipes are not connected yet
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, timeout=20)
-    started = hook_pids(pids)
-    wait_for(lambda: not [p for p in started if alive(p)], f"background children {started} to end", 10)
+    assert_all_gone(marker)
