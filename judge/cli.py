@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from judge import __version__
+from judge.claude_code_cli import add_claude_code_parser
 from judge.errors import ConfigError, ContextError
 from judge.model_flag import ModelFlag
 
@@ -186,6 +187,12 @@ def cmd_claude_code(args: argparse.Namespace) -> int:
     return claude_code_main(args)
 
 
+def cmd_claude_code_install(args: argparse.Namespace) -> int:
+    from judge.integrations.claude_code_install import install_main
+
+    return install_main(args)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from judge.evaluation.cli import eval_main
 
@@ -253,11 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("claude-code", help="run as a Claude Code command hook (stdin -> stdout)")
-    p.add_argument("--config", help="hook configuration (default: $JUDGE_CONFIG)")
-    p.add_argument("--state", help="SQLite state file (default: $JUDGE_STATE or a user data dir)")
-    p.add_argument("--data-dir", help="audit log folder (default: $JUDGE_DATA_DIR)")
-    p.set_defaults(func=cmd_claude_code)
+    add_claude_code_parser(sub, cmd_claude_code, cmd_claude_code_install)
 
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
     p.add_argument("suite", help="suite YAML file")

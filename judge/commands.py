@@ -186,15 +186,28 @@ async def run_command_hook(
         if namespaces is None:
             namespaces = namespaces_wanted()
         argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces, limit)
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=workdir,
-            env=env,
-            start_new_session=True,
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=workdir,
+                env=env,
+                start_new_session=True,
+            )
         )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled (a deadline, a signal) while the process was being set up. An
+            # interrupted set-up would kill the script alone and then wait for pipes its
+            # children still hold; let it finish instead and kill the whole group.
+            with contextlib.suppress(Exception):
+                started = await spawn
+                await _stop(started)
+                _kill_group(started.pid)
+            raise
         out, err = _Capture(), _Capture()
         readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
 

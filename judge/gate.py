@@ -63,12 +63,15 @@ class Gate:
         session_id: str | None = None,
         *,
         new_loop: bool = False,
+        stop_hook_active: bool = False,
     ) -> Decision:
         """Evaluate ``event``; Stop counts are merged with and saved to the store.
 
         With a store, the Stop rounds of one session run one at a time (across processes
         too: see :mod:`judge.session_lock`). ``new_loop`` resets the session's count first
-        (a fresh stop attempt), in the same locked round.
+        (a fresh stop attempt), in the same locked round. ``stop_hook_active``: the host
+        says the agent is already continuing because of a Stop hook (Claude Code's flag);
+        hooks then see ``stop_hook_active: true`` even when this gate's own count is 0.
         """
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
@@ -79,8 +82,8 @@ class Gate:
             async with session_lock(lock_folder(self.store.path), count_key(event, sid), self.lock_wait):
                 if new_loop:
                     await asyncio.to_thread(self.store.reset, count_key(event, sid))
-                return await self._decide(event, context, transcript, sid)
-        return await self._decide(event, context, transcript, sid)
+                return await self._decide(event, context, transcript, sid, stop_hook_active)
+        return await self._decide(event, context, transcript, sid, stop_hook_active)
 
     def _exhausted(self, keys: list[str]) -> str | None:
         """Why prompt hooks may not run now (a spent budget), or None."""
@@ -99,7 +102,12 @@ class Gate:
         return None
 
     async def _decide(
-        self, event: str, context: dict[str, Any], transcript: str | Path | None, sid: str | None
+        self,
+        event: str,
+        context: dict[str, Any],
+        transcript: str | Path | None,
+        sid: str | None,
+        stop_hook_active: bool = False,
     ) -> Decision:
         stop = event in STOP_EVENTS
         stored = 0
@@ -115,7 +123,9 @@ class Gate:
         tracked = self.store is not None and (budget.per_session_usd or budget.per_day_usd)
         keys = spend_keys(sid) if tracked else []
         exhausted = await asyncio.to_thread(self._exhausted, keys) if tracked else None
-        decision = await self.engine.evaluate(event, context, transcript, budget_exhausted=exhausted)
+        decision = await self.engine.evaluate(
+            event, context, transcript, budget_exhausted=exhausted, stop_hook_active=stop_hook_active
+        )
         if tracked and self.store is not None and decision.cost_usd > 0:
             await asyncio.to_thread(self.store.add_spend, keys, decision.cost_usd)
         if stop and self.store is not None and sid:

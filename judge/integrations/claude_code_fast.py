@@ -41,7 +41,7 @@ TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 EVENT_HOOKS = {"PostToolUseFailure": "PostToolUse"}
 #: Matchers made only of these characters mean the same in ``re`` and ``regex``.
 _SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|.*+?()\-: ]*")
-_VALUE_FLAGS = ("--config", "--state", "--data-dir", "--timeout")
+_VALUE_FLAGS = ("--config", "--state", "--data-dir", "--timeout", "--rewrite")
 
 
 def default_state_path() -> str:
