@@ -1,0 +1,185 @@
+"""Tool hooks (PreToolUse, PostToolUse, PostToolUseFailure) under the real Claude Code CLI.
+
+Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks):
+
+* a ``tool_result`` the model gets next is a block of the following user message; a
+  denied PreToolUse call comes back ``is_error: true`` with the
+  ``permissionDecisionReason`` as its content;
+* ``hookSpecificOutput.updatedToolOutput`` must have the tool's own output shape (the
+  ``tool_response`` the hook received): a plain string is ignored and the model sees the
+  original output; ``decision: "block"`` alone leaves the tool result as it was and adds a
+  system message ``PostToolUse:Bash hook blocking error from command: "...": <reason>``;
+* ``additionalContext`` reaches the model as a system message
+  ``PostToolUse:Bash hook additional context: <text>``;
+* ``PostToolUseFailure`` carries ``error`` (e.g. ``Exit code 3\\n<output>``) and no
+  ``tool_response``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from tests.realclient.harness import (
+    ClaudeSession,
+    command_hook,
+    hook_notes,
+    record_context,
+    recorded,
+    tool,
+    tool_result_of,
+)
+
+pytestmark = pytest.mark.slow
+
+REWRITE = """input=$(cat)
+python3 -c '
+import json, sys
+ctx = json.loads(sys.argv[1])
+command = ctx["tool_input"]["command"].replace("original", "rewritten")
+updated = dict(ctx["tool_input"], command=command)
+print(json.dumps({"decision": "allow", "hookSpecificOutput": {"updatedInput": updated}}))
+' "$input"
+"""
+
+
+def _write(session: ClaudeSession, word: str) -> str:
+    return f"echo {word} > {session.project / 'out.txt'}"
+
+
+def test_pretooluse_deny_stops_the_call_and_tells_the_model_why(session: ClaudeSession) -> None:
+    deny = command_hook('echo "no writes to out.txt today" >&2\nexit 2', matcher="Bash")
+    session.judge_config = {"hooks": {"PreToolUse": [deny]}}
+    result = session.run("write the file", [tool("Bash", "toolu_deny", command=_write(session, "x"))])
+    assert result.returncode == 0, result.explain()
+    assert not (session.project / "out.txt").exists()
+    seen = tool_result_of(result.agent_requests[1], "toolu_deny")
+    assert seen is not None and seen.get("is_error") is True
+    assert "no writes to out.txt today" in seen["text"]
+
+
+def test_pretooluse_rewrite_runs_in_a_headless_session(session: ClaudeSession) -> None:
+    """Item 1: a rewrite allowed by the session's permissions runs, rewritten, under -p."""
+    session.judge_config = {"hooks": {"PreToolUse": [command_hook(REWRITE, matcher="Bash")]}}
+    result = session.run("write the file", [tool("Bash", "toolu_rw", command=_write(session, "original"))])
+    assert result.returncode == 0, result.explain()
+    seen = tool_result_of(result.agent_requests[1], "toolu_rw")
+    assert seen is not None
+    assert (session.project / "out.txt").read_text().strip() == "rewritten", seen
+    assert seen.get("is_error") is not True
+
+
+def test_pretooluse_rewrite_does_not_skip_the_permission_prompt(session: ClaudeSession) -> None:
+    """Item 1: without a rule allowing the call, the rewrite must not let it through
+    (headless Claude Code denies what it would have asked the user about)."""
+    session.judge_config = {"hooks": {"PreToolUse": [command_hook(REWRITE, matcher="Bash")]}}
+    result = session.run(
+        "write the file", [tool("Bash", "toolu_ask", command=_write(session, "original"))], allowed_tools=""
+    )
+    assert result.returncode == 0, result.explain()
+    assert not (session.project / "out.txt").exists()
+    seen = tool_result_of(result.agent_requests[1], "toolu_ask")
+    assert seen is not None and seen.get("is_error") is True
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "secret"),
+    [
+        ("Bash", {"command": "echo SECRET-OUTPUT-42", "description": "print"}, "SECRET-OUTPUT-42"),
+        ("Read", {"file_path": "{project}/notes.txt"}, "SECRET-FILE-LINE"),
+        ("Grep", {"pattern": "SECRET", "path": "{project}", "output_mode": "content"}, "SECRET-FILE-LINE"),
+    ],
+)
+def test_posttooluse_block_withholds_the_tool_result(
+    session: ClaudeSession, name: str, arguments: dict[str, str], secret: str
+) -> None:
+    """Item 3: the model sees ``[Hook Blocked Tool Result] {reason}``, not the output."""
+    (session.project / "notes.txt").write_text("SECRET-FILE-LINE\n")
+    args = {k: v.format(project=session.project) for k, v in arguments.items()}
+    session.judge_config = {
+        "hooks": {"PostToolUse": [command_hook('echo "output has secrets" >&2\nexit 2', matcher=name)]}
+    }
+    result = session.run("look", [tool(name, "toolu_post", **args)])
+    assert result.returncode == 0, result.explain()
+    seen = tool_result_of(result.agent_requests[1], "toolu_post")
+    assert seen is not None
+    assert secret not in seen["text"]
+    assert "[Hook Blocked Tool Result] output has secrets" in seen["text"]
+
+
+def test_posttooluse_additional_context_reaches_the_model(session: ClaudeSession) -> None:
+    answer = '{"decision": "allow", "hookSpecificOutput": {"additionalContext": "CTX-style-guide"}}'
+    hook = command_hook(f"cat > /dev/null\necho '{answer}'", matcher="Bash")
+    session.judge_config = {"hooks": {"PostToolUse": [hook]}}
+    result = session.run("run", [tool("Bash", "toolu_ctx", command="echo visible-output")])
+    assert result.returncode == 0, result.explain()
+    after = result.agent_requests[1]
+    assert "visible-output" in (tool_result_of(after, "toolu_ctx") or {}).get("text", "")
+    assert "CTX-style-guide" in hook_notes(after)
+
+
+def test_failed_tool_calls_are_judged_and_audited(session: ClaudeSession) -> None:
+    """Item 6: PostToolUseFailure is judged like a PostToolUse with ``tool_succeeded: false``."""
+    session.events = ("PostToolUse", "PostToolUseFailure")
+    script = record_context(session.markers, "post") + 'echo "the build failed; read the log" >&2\nexit 2\n'
+    session.judge_config = {"hooks": {"PostToolUse": [command_hook(script, matcher="Bash")]}}
+    failing = "echo COMPILE-ERROR-LINE; exit 3"
+    result = session.run("build", [tool("Bash", "toolu_fail", command=failing, description="build")])
+    assert result.returncode == 0, result.explain()
+    contexts = recorded(session.markers, "post")
+    assert len(contexts) == 1, result.explain()
+    assert contexts[0]["tool_succeeded"] is False
+    assert "COMPILE-ERROR-LINE" in str(contexts[0].get("tool_result"))
+    assert "the build failed; read the log" in result.agent_requests[1].text
+    audited = [line for line in session.audit() if "COMPILE-ERROR-LINE" in str(line)]
+    assert audited, session.audit()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _slow_hook(session: ClaudeSession) -> dict[str, object]:
+    script = f"cat > /dev/null\necho $$ > {session.markers / 'hook.pid'}\nsleep 60\n"
+    return command_hook(script, matcher="Bash", timeout=60)
+
+
+def test_a_slow_pretooluse_policy_is_denied_inside_judges_own_deadline(session: ClaudeSession) -> None:
+    """Item 4: with ``--timeout`` below Claude Code's timeout, judge answers (deny) itself."""
+    session.judge_args = ("--timeout", "3")
+    session.hook_timeout = 20
+    session.env["TMPDIR"] = str(session.root / "tmp")
+    (session.root / "tmp").mkdir()
+    session.judge_config = {"hooks": {"PreToolUse": [_slow_hook(session)]}}
+    result = session.run("write", [tool("Bash", "toolu_slow", command=_write(session, "unchecked"))])
+    assert result.returncode == 0, result.explain()
+    assert not (session.project / "out.txt").exists(), "the call ran without its policy check"
+    seen = tool_result_of(result.agent_requests[1], "toolu_slow")
+    assert seen is not None and seen.get("is_error") is True
+    pid = int((session.markers / "hook.pid").read_text())
+    assert not _alive(pid), "the hook's child outlived judge"
+    assert not [p.name for p in (session.root / "tmp").iterdir() if p.name.startswith("judge-")]
+
+
+def test_when_claude_codes_timeout_fires_first_judge_leaves_no_debris(session: ClaudeSession) -> None:
+    """Item 4: Claude Code kills judge at its own timeout; judge's hook child and its
+    temporary files must go with it."""
+    session.hook_timeout = 3
+    session.env["TMPDIR"] = str(session.root / "tmp")
+    (session.root / "tmp").mkdir()
+    session.judge_config = {"hooks": {"PreToolUse": [_slow_hook(session)]}}
+    result = session.run("write", [tool("Bash", "toolu_killed", command=_write(session, "x"))])
+    assert result.returncode == 0, result.explain()
+    pid = int((session.markers / "hook.pid").read_text())
+    try:
+        assert not _alive(pid), "the hook's child outlived judge"
+    finally:
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    assert not [p.name for p in (session.root / "tmp").iterdir() if p.name.startswith("judge-")]
