@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from judge.claude_code_cli import add_claude_code_parser
 from judge.errors import ConfigError, ContextError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -160,6 +161,12 @@ def cmd_claude_code(args: argparse.Namespace) -> int:
     return claude_code_main(args)
 
 
+def cmd_claude_code_install(args: argparse.Namespace) -> int:
+    from judge.integrations.claude_code_install import install_main
+
+    return install_main(args)
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from judge.evaluation.cli import eval_main
 
@@ -217,11 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("claude-code", help="run as a Claude Code command hook (stdin -> stdout)")
-    p.add_argument("--config", help="hook configuration (default: $JUDGE_CONFIG)")
-    p.add_argument("--state", help="SQLite state file (default: $JUDGE_STATE or a user data dir)")
-    p.add_argument("--data-dir", help="audit log folder (default: $JUDGE_DATA_DIR)")
-    p.set_defaults(func=cmd_claude_code)
+    add_claude_code_parser(sub, cmd_claude_code, cmd_claude_code_install)
 
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
     p.add_argument("suite", help="suite YAML file")

@@ -217,10 +217,13 @@ class Engine:
         context: dict[str, Any],
         transcript: str | Path | None = None,
         repeat: int = 0,
+        stop_hook_active: bool = False,
     ) -> Decision:
         """Evaluate ``event`` for ``context`` (a JSON object, validated here).
 
         ``transcript`` is used when the context has no ``execution_summary``.
+        ``stop_hook_active``: the host's own "already continuing" flag (Claude Code's);
+        Stop hooks see ``stop_hook_active`` true when it is set or the count is above 0.
         Raises :class:`judge.errors.ContextError` for a malformed context.
         """
         ctx = context_json(parse_context(event, context))
@@ -229,7 +232,7 @@ class Engine:
         path = Path(ctx["execution_summary"]) if ctx.get("execution_summary") else None
         hooks = self.selected_hooks(event, ctx)
         if event in STOP_EVENTS:
-            return await self._stop(event, ctx, path, hooks, repeat)
+            return await self._stop(event, ctx, path, hooks, repeat, stop_hook_active)
         if event == "PreToolUse":
             return await self._pre_tool_use(ctx, path, hooks, repeat)
         return await self._post_tool_use(ctx, path, hooks, repeat)
@@ -241,9 +244,10 @@ class Engine:
         path: Path | None,
         hooks: list[tuple[str, int, Hook]],
         repeat: int,
+        host_active: bool = False,
     ) -> Decision:
         count = int(ctx.get("stop_rejection_count") or 0)
-        ctx["stop_hook_active"] = count > 0
+        ctx["stop_hook_active"] = count > 0 or host_active
         outcomes = list(
             await asyncio.gather(*(self.run_hook(event, lvl, i, h, ctx, path, repeat) for lvl, i, h in hooks))
         )

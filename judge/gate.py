@@ -44,8 +44,14 @@ class Gate:
         context: dict[str, Any],
         transcript: str | Path | None = None,
         session_id: str | None = None,
+        stop_hook_active: bool = False,
     ) -> Decision:
-        """Evaluate ``event``; Stop counts are merged with and saved to the store."""
+        """Evaluate ``event``; Stop counts are merged with and saved to the store.
+
+        ``stop_hook_active``: the host says the agent is already continuing because of a
+        Stop hook (Claude Code's flag); hooks then see ``stop_hook_active: true`` even
+        when this gate's own count is 0.
+        """
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
         sid = session_id or context.get("session_id")
@@ -60,7 +66,7 @@ class Gate:
             given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
             count = max(stored, given_count)
             context = {**context, "stop_rejection_count": count, "stop_hook_active": count > 0}
-        decision = await self.engine.evaluate(event, context, transcript)
+        decision = await self.engine.evaluate(event, context, transcript, stop_hook_active=stop_hook_active)
         if stop and self.store is not None and sid:
             if decision.decision == "block":
                 # Add what this round added (atomically), so concurrent rounds of one

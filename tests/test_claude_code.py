@@ -282,7 +282,15 @@ async def test_post_tool_use_block_and_additional_context(tmp_path: Path) -> Non
     assert out == {
         "decision": "block",
         "reason": "The output contains a secret.",
-        "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "Rotate the key."},
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": {
+                "stdout": "[Hook Blocked Tool Result] The output contains a secret.",
+                "stderr": "",
+                "interrupted": False,
+            },
+            "additionalContext": "Rotate the key.",
+        },
     }
     audit = [json.loads(line) for line in (tmp_path / "data" / "audit_log.jsonl").read_text().splitlines()]
     assert audit[-1]["tool_result"] == {"stdout": "KEY=abc", "stderr": ""}
@@ -296,13 +304,9 @@ async def test_pre_tool_use_rewrite_is_passed_as_updated_input(tmp_path: Path) -
     )
     hook_input = ClaudeCodeInput(hook_event_name="PreToolUse", tool_name="Bash", tool_input={"command": "ls"})
     out = await handle(hook_input, config, None)
+    # Default (passthrough): no permission decision, Claude Code's permission flow decides.
     assert out == {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "ask",
-            "permissionDecisionReason": "judge hook rewrote the tool input",
-            "updatedInput": {"command": "ls -la"},
-        }
+        "hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": {"command": "ls -la"}}
     }
 
 

@@ -1,84 +1,79 @@
 """``judge claude-code``: the gate as a Claude Code command hook (INTERFACES §6).
 
-Claude Code runs the command with the hook input JSON on stdin and reads the answer
-from stdout. This module maps that input to the SPEC context, evaluates it with
-:class:`judge.gate.Gate`, and prints Claude Code's output format:
+Claude Code runs the command with the hook input JSON on stdin and reads the answer from
+stdout. This module maps that input to the SPEC context
+(:mod:`~judge.integrations.claude_code_context`), evaluates it with
+:class:`judge.gate.Gate`, and prints Claude Code's output format
+(:mod:`~judge.integrations.claude_code_output`).
 
-* Stop / SubagentStop: ``{"decision": "block", "reason": ...}`` sends the agent back to
-  work; nothing is printed to let it stop; ``{"systemMessage": ...}`` tells the user a
-  stop was forced at ``maxRejections``.
-* PostToolUse: ``{"decision": "block", "reason": ...}`` (the reason is shown to Claude),
-  and ``hookSpecificOutput.additionalContext`` when a hook supplied context.
-* PreToolUse: ``hookSpecificOutput.permissionDecision: "deny"`` with
-  ``permissionDecisionReason``; a rewritten input as ``hookSpecificOutput.updatedInput``
-  with ``permissionDecision: "ask"`` (the rewrite never skips the user's approval).
-
-The process always exits 0: Claude Code only reads the JSON answer on exit 0, so every
-block is expressed in JSON. Problems of the adapter itself are reported on stderr. They
-never block a Stop or a PostToolUse (a broken setup must not wedge the user's agent; the
-user is told through a ``systemMessage``), but a PreToolUse call whose policy check
+The process always exits 0: Claude Code only reads the JSON answer reliably on exit 0, so
+every block is expressed in JSON. Problems of the adapter itself are reported on stderr.
+They never block a Stop or a PostToolUse (a broken setup must not wedge the user's agent;
+the user is told through a ``systemMessage``), but a PreToolUse call whose policy check
 cannot run — an invalid configuration, an unexpected failure — is **denied** with the
-reason (SPEC §6: a broken policy check must not pass silently). With no configuration at
-all (no ``--config``, no ``JUDGE_CONFIG``) nothing is checked and nothing is blocked.
-Hook errors during evaluation follow each hook's ``failMode`` (PreToolUse hooks fail
-closed by default).
+reason (SPEC §6). With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``)
+nothing is checked and nothing is blocked. Events judge does not handle (``WorktreeCreate``,
+``SessionStart``, ...) are a silent no-op: nothing on stdout, exit 0.
 
-Claude Code only tells a Stop hook ``stop_hook_active: true/false``; the rejection count
-that ``maxRejections`` needs is kept here per ``session_id`` in a SQLite state file
-(``--state``, ``$JUDGE_STATE``, or ``$XDG_DATA_HOME/judge/state.sqlite`` /
+Deadline and signals: with ``--timeout SECONDS`` judge answers before that deadline by
+itself, per the failMode of the hooks it was running (PreToolUse hooks fail closed by
+default, so the call is denied) — Claude Code's own hook timeout, set above it by the
+installer, would otherwise kill judge and let the tool run unchecked. On SIGTERM, SIGINT
+or SIGHUP the evaluation is cancelled the same way: running hook commands (their whole
+process groups) are killed and the rendered transcript copy is removed before exit.
+
+Claude Code tells a Stop hook ``stop_hook_active: true/false``; the rejection count that
+``maxRejections`` needs is kept here per ``session_id`` in a SQLite state file (``--state``,
+``$JUDGE_STATE``, or ``$XDG_DATA_HOME/judge/state.sqlite`` /
 ``~/.local/share/judge/state.sqlite``). ``stop_hook_active: false`` starts a new loop, so
-the count is reset then.
+the count is reset then; hooks see ``stop_hook_active: true`` when Claude Code says so or
+the count is above zero.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
+import signal
 import sys
-import tempfile
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, load_config
+from judge.config import STOP_EVENTS, Config, Hook, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
-from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+from judge.integrations.claude_code_context import (
+    SubagentOutputMissing,
+    build_context,
+    probe_context,
+    rendered_transcript,
+    session_key,
+    transcript_source,
+)
+from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output
+from judge.integrations.claude_code_protocol import (
+    DEFAULT_REWRITE_MODE,
+    HANDLED_EVENTS,
+    REWRITE_ENV,
+    REWRITE_MODES,
+    ClaudeCodeInput,
+    InputError,
+    RewriteMode,
+    parse_input,
+)
 
-SUPPORTED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
+__all__ = ["ClaudeCodeInput", "build_context", "handle", "main", "parse_input"]
+
+#: Kept for callers of the first version: the events the adapter evaluates.
+SUPPORTED_EVENTS = HANDLED_EVENTS
 #: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 PREFIX = "judge claude-code"
-
-
-class ClaudeCodeInput(BaseModel):
-    """Claude Code's hook input (the fields used here; others are kept and ignored)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    hook_event_name: str
-    session_id: str | None = None
-    transcript_path: str | None = None
-    cwd: str | None = None
-    permission_mode: str | None = None
-    stop_hook_active: bool = False
-    last_assistant_message: str | None = None
-    agent_id: str | None = None
-    agent_type: str | None = None
-    agent_transcript_path: str | None = None
-    tool_name: str | None = None
-    tool_input: Any = None
-    tool_response: Any = None
-    tool_use_id: str | None = None
-
-
-class InputError(Exception):
-    """The hook input on stdin is unusable."""
+#: Signals that cancel an evaluation (hook children killed, temp files removed).
+CANCEL_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def default_state_path() -> Path:
@@ -90,162 +85,45 @@ def default_state_path() -> Path:
     return Path(base) / "judge" / "state.sqlite"
 
 
-def parse_input(text: str) -> ClaudeCodeInput:
-    """Validate the stdin JSON; raise :class:`InputError` with a readable message."""
-    if not text.strip():
-        raise InputError("no hook input on stdin (expected Claude Code's hook JSON)")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}"
-        raise InputError(f"hook input is not JSON ({where}: {exc.msg})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"hook input must be a JSON object, got {type(data).__name__}")
-    try:
-        return ClaudeCodeInput.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<input>'}: {err['msg']}" for err in exc.errors()
-        )
-        raise InputError(f"invalid hook input: {problems}") from None
+def selected_hooks(config: Config, hook_input: ClaudeCodeInput) -> list[tuple[str, int, Hook]]:
+    """The judge hooks this input selects (by event, agent and tool name)."""
+    from judge.engine import Engine
+
+    return Engine(config).selected_hooks(hook_input.config_event, probe_context(hook_input))
 
 
-# ---------------------------------------------------------------------------
-# Transcript: Claude Code JSONL -> private readable text file
-
-
-@contextlib.contextmanager
-def rendered_transcript(jsonl: Path | None) -> Iterator[tuple[Path | None, str | None]]:
-    """Render ``jsonl`` streaming into a private temp file; yield (path, last assistant text).
-
-    The file is removed on exit. Yields ``(None, None)`` when there is no readable transcript.
-    """
-    if jsonl is None or not jsonl.is_file():
-        yield None, None
-        return
-    fd, name = tempfile.mkstemp(prefix="judge-claude-code-", suffix=".txt")
-    path = Path(name)
-    try:
-        renderer = ClaudeCodeRenderer()
-        readable = True
-        try:
-            with (
-                os.fdopen(fd, "w", encoding="utf-8") as out,
-                jsonl.open("r", encoding="utf-8", errors="replace") as src,
-            ):
-                for raw in src:
-                    for line in renderer.feed(raw):
-                        out.write(line)
-                        out.write("\n")
-        except OSError as exc:
-            _warn(f"cannot read transcript {jsonl}: {exc}")
-            readable = False
-        if readable:
-            yield path, renderer.last_assistant_text
-        else:
-            yield None, None
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-# ---------------------------------------------------------------------------
-# Mapping in and out
-
-
-def session_key(hook_input: ClaudeCodeInput) -> str | None:
-    """Where the Stop rejection count is kept: per session, per subagent for SubagentStop."""
-    if not hook_input.session_id:
-        return None
-    if hook_input.hook_event_name == "SubagentStop":
-        agent = hook_input.agent_id or hook_input.agent_type or "subagent"
-        return f"{hook_input.session_id}:subagent:{agent}"
-    return hook_input.session_id
-
-
-def transcript_source(hook_input: ClaudeCodeInput) -> Path | None:
-    """The JSONL to render: a subagent's own transcript for SubagentStop when given."""
-    raw = hook_input.transcript_path
-    if hook_input.hook_event_name == "SubagentStop" and hook_input.agent_transcript_path:
-        raw = hook_input.agent_transcript_path
-    return Path(raw).expanduser() if raw else None
-
-
-def build_context(
-    hook_input: ClaudeCodeInput, transcript: Path | None, last_text: str | None
+def fail_mode_output(
+    hook_input: ClaudeCodeInput,
+    hooks: list[tuple[str, int, Hook]],
+    problem: str,
+    rewrite: RewriteMode = DEFAULT_REWRITE_MODE,
 ) -> dict[str, Any]:
-    """The SPEC §2 context for this hook input."""
-    event = hook_input.hook_event_name
-    ctx: dict[str, Any] = {"hook_event_name": event}
-    if hook_input.agent_type:
-        ctx["agent_name"] = hook_input.agent_type
-    if hook_input.session_id:
-        ctx["session_id"] = hook_input.session_id
-    if transcript is not None:
-        ctx["execution_summary"] = str(transcript)
-    if hook_input.cwd:
-        ctx["cwd"] = hook_input.cwd
-    if hook_input.permission_mode:
-        ctx["permission_mode"] = hook_input.permission_mode
-    if event in STOP_EVENTS:
-        # last_assistant_message first: the transcript file can lag behind the hook.
-        final = hook_input.last_assistant_message
-        ctx["final_output"] = final if final is not None else (last_text or "")
-        if hook_input.agent_id:
-            ctx["agent_id"] = hook_input.agent_id
-    elif event in TOOL_EVENTS:
-        ctx["tool_name"] = hook_input.tool_name
-        ctx["tool_input"] = hook_input.tool_input if hook_input.tool_input is not None else {}
-        if hook_input.tool_use_id:
-            ctx["tool_use_id"] = hook_input.tool_use_id
-        if event == "PostToolUse":
-            ctx["tool_result"] = hook_input.tool_response
-            ctx["tool_succeeded"] = True
-    return ctx
+    """The answer when the selected hooks could not finish: per their failMode.
+
+    Any hook with ``failMode: block`` (the default on PreToolUse) blocks with
+    ``Hook error: <problem>``; otherwise the event goes through with a ``systemMessage``.
+    """
+    event = hook_input.config_event
+    if not any(h.fail_mode_for(event) == "block" for _, _, h in hooks):
+        return {"systemMessage": f"judge: {problem}; not checked"}
+    decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}")
+    out = answer_for(decision, hook_input, rewrite)
+    assert out is not None  # a block always has an answer
+    return out
 
 
-def claude_code_output(decision: Decision) -> dict[str, Any] | None:
-    """Claude Code's JSON answer for ``decision``; ``None`` means print nothing (allow)."""
-    event = decision.event
-    if event in STOP_EVENTS:
-        if decision.decision == "block":
-            return {"decision": "block", "reason": decision.reason or "Blocked by judge"}
-        if decision.forced_stop:
-            unresolved = f" Unresolved: {decision.reason}" if decision.reason else ""
-            return {
-                "systemMessage": f"judge: stop forced after {decision.rejection_count} rejection(s) "
-                f"(maxRejections reached).{unresolved}"
-            }
-        return None
-    if event == "PreToolUse":
-        specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
-        if decision.decision == "block":
-            specific["permissionDecision"] = "deny"
-            specific["permissionDecisionReason"] = decision.reason or "Blocked by judge"
-            return {"hookSpecificOutput": specific}
-        if decision.updated_input is not None:
-            # Claude Code applies updatedInput only with a permission decision; "ask" applies
-            # the rewrite while keeping the user's approval (never silently "allow").
-            specific["permissionDecision"] = "ask"
-            specific["permissionDecisionReason"] = "judge hook rewrote the tool input"
-            specific["updatedInput"] = decision.updated_input
-        if decision.additional_context is not None:
-            specific["additionalContext"] = decision.additional_context
-        return {"hookSpecificOutput": specific} if len(specific) > 1 else None
-    # PostToolUse
-    out: dict[str, Any] = {}
-    if decision.decision == "block":
-        out = {"decision": "block", "reason": decision.reason or "Tool result blocked by hook"}
-    if decision.additional_context is not None:
-        out["hookSpecificOutput"] = {
-            "hookEventName": "PostToolUse",
-            "additionalContext": decision.additional_context,
-        }
-    return out or None
-
-
-# ---------------------------------------------------------------------------
-# Running one hook call
+def answer_for(
+    decision: Decision, hook_input: ClaudeCodeInput, rewrite: RewriteMode
+) -> dict[str, Any] | None:
+    """Claude Code's answer for ``decision`` on this input (``None``: print nothing)."""
+    return claude_code_output(
+        decision,
+        hook_input.hook_event_name,
+        rewrite,
+        hook_input.tool_name,
+        hook_input.tool_input,
+        hook_input.tool_response,
+    )
 
 
 async def handle(
@@ -254,6 +132,7 @@ async def handle(
     state_path: Path | None,
     data_dir: Path | None = None,
     judge: PromptJudge | None = None,
+    rewrite: RewriteMode = DEFAULT_REWRITE_MODE,
 ) -> dict[str, Any] | None:
     """Evaluate one Claude Code hook call; return the JSON to print (``None``: print nothing)."""
     from judge.audit import AuditLog
@@ -261,10 +140,10 @@ async def handle(
     from judge.gate import Gate, count_key
     from judge.state import Store
 
-    event = hook_input.hook_event_name
+    event = hook_input.config_event
     engine = Engine(config, judge=judge)
-    probe = build_context(hook_input, None, None)
-    if not engine.selected_hooks(event, probe):
+    hooks = engine.selected_hooks(event, probe_context(hook_input))
+    if not hooks:
         return None  # nothing configured for this event/tool: no transcript work, no state
     stop = event in STOP_EVENTS
     key = session_key(hook_input)
@@ -275,34 +154,63 @@ async def handle(
     audit = AuditLog(data_dir) if data_dir is not None else None
     gate = Gate(engine, store=store, audit=audit)
     with rendered_transcript(transcript_source(hook_input)) as (transcript, last_text):
-        context = build_context(hook_input, transcript, last_text)
-        decision = await gate.decide(event, context, session_id=key)
+        try:
+            context = build_context(hook_input, transcript, last_text)
+        except SubagentOutputMissing as exc:
+            _warn(str(exc))
+            return fail_mode_output(hook_input, hooks, str(exc), rewrite)
+        decision = await gate.decide(
+            event, context, session_id=key, stop_hook_active=hook_input.stop_hook_active
+        )
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
-    return claude_code_output(decision)
+    return answer_for(decision, hook_input, rewrite)
+
+
+async def run_bounded(
+    hook_input: ClaudeCodeInput,
+    config: Config,
+    state_path: Path | None,
+    data_dir: Path | None,
+    rewrite: RewriteMode,
+    seconds: float | None,
+    timeout: float | None = None,
+) -> dict[str, Any] | None:
+    """:func:`handle` under a deadline (``seconds``) and the cancelling signals.
+
+    Cancellation unwinds the evaluation: command hooks' process groups are killed and
+    temporary files removed before the fail-mode answer is returned.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    received: list[str] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        received.append(sig.name)
+        if task is not None:
+            task.cancel()
+
+    for sig in CANCEL_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
+    try:
+        async with asyncio.timeout(seconds):
+            return await handle(hook_input, config, state_path, data_dir, rewrite=rewrite)
+    except TimeoutError:
+        problem = f"judge did not finish within its --timeout of {timeout or seconds:g} s"
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        problem = f"judge was stopped by {received[0]}"
+    finally:
+        for sig in CANCEL_SIGNALS:
+            loop.remove_signal_handler(sig)
+    _warn(problem)
+    return fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
 
 
 def _warn(message: str) -> None:
     print(f"{PREFIX}: {message}", file=sys.stderr)
-
-
-def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:
-    """What Claude Code gets when the adapter cannot evaluate a configured event.
-
-    PreToolUse fails closed (the call is denied with the reason); Stop and PostToolUse go
-    through, with a ``systemMessage`` so the user sees the setup is broken.
-    """
-    if event == "PreToolUse":
-        return {
-            "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": f"judge policy check could not run ({problem}); "
-                "fix the judge setup, then retry",
-            }
-        }
-    return {"systemMessage": f"judge: {problem}; not checked"}
 
 
 def _adapter_failure(event: str, problem: str) -> None:
@@ -320,20 +228,60 @@ def _read_stdin() -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def process_age() -> float:
+    """Seconds since this process started (interpreter start-up included); 0 if unknown."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        return max(0.0, uptime - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def deadline_seconds(timeout: float | None, started: float, age: float = 0.0) -> float | None:
+    """Seconds left for the evaluation: ``--timeout`` minus what has passed since the
+    process started (``age`` at ``started``), minus a margin for unwinding (killing hook
+    children, removing files) and printing the answer."""
+    if timeout is None:
+        return None
+    margin = max(0.3, min(1.0, timeout * 0.1))
+    return max(0.05, timeout - age - (time.monotonic() - started) - margin)
+
+
+def rewrite_mode(value: str | None) -> RewriteMode:
+    """``--rewrite``, else ``$JUDGE_CLAUDE_CODE_REWRITE``, else ``passthrough``."""
+    raw = (value or os.environ.get(REWRITE_ENV) or DEFAULT_REWRITE_MODE).strip()
+    if raw == "ask":
+        return "ask"
+    if raw == "allow":
+        return "allow"
+    if raw == "passthrough":
+        return "passthrough"
+    raise ConfigError([f"rewrite mode {raw!r} is not one of {', '.join(REWRITE_MODES)}"])
+
+
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
+    started, age = time.monotonic(), process_age()
     try:
         hook_input = parse_input(_read_stdin())
     except InputError as exc:
         _warn(f"{exc}; not blocking")
         return 0
     event = hook_input.hook_event_name
-    if event not in SUPPORTED_EVENTS:
-        _warn(f"event {event!r} is not handled (supported: {', '.join(SUPPORTED_EVENTS)}); not blocking")
+    if event not in HANDLED_EVENTS:
+        # A no-op, silently on stdout: any output could break events such as WorktreeCreate.
+        _warn(f"event {event!r} is not handled (handled: {', '.join(HANDLED_EVENTS)}); ignored")
         return 0
     config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
     if not config_path:
         _warn("no configuration: pass --config CONFIG or set JUDGE_CONFIG; not blocking")
+        return 0
+    try:
+        rewrite = rewrite_mode(getattr(args, "rewrite", None))
+    except ConfigError as exc:
+        _adapter_failure(event, exc.problems[0])
         return 0
     try:
         config = load_config(config_path)
@@ -347,8 +295,10 @@ def main(args: argparse.Namespace) -> int:
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
+    timeout = getattr(args, "timeout", None)
+    seconds = deadline_seconds(timeout, started, age)
     try:
-        output = asyncio.run(handle(hook_input, config, state_path, data_dir))
+        output = asyncio.run(run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout))
     except ContextError as exc:
         _adapter_failure(event, str(exc))
         return 0

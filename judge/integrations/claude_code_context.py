@@ -1,0 +1,201 @@
+"""Claude Code's hook input → the SPEC §2 context, and the transcript it points at.
+
+* :func:`rendered_transcript` renders the JSONL session log into a private temporary text
+  file (removed on exit, also when the evaluation is cancelled by a deadline or a signal).
+* :func:`build_context` maps the input fields; ``PostToolUseFailure`` becomes a PostToolUse
+  context with ``tool_succeeded: false`` and the error as the result.
+* A SubagentStop of Claude Code before 2.0.42 carries neither ``last_assistant_message``
+  nor ``agent_transcript_path``: the subagent's answer is then read from the sidechain
+  lines of the session transcript (:func:`subagent_final_text`); when it cannot be found,
+  :class:`SubagentOutputMissing` is raised — the main agent's text is never judged in its
+  place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from judge.config import STOP_EVENTS
+from judge.integrations.claude_code_protocol import ClaudeCodeInput
+from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+
+TEMP_PREFIX = "judge-claude-code-"
+
+
+class SubagentOutputMissing(Exception):
+    """A SubagentStop whose subagent output cannot be found anywhere."""
+
+
+def _warn(message: str) -> None:
+    print(f"judge claude-code: {message}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def rendered_transcript(jsonl: Path | None) -> Iterator[tuple[Path | None, str | None]]:
+    """Render ``jsonl`` streaming into a private temp file; yield (path, last assistant text).
+
+    The file is removed on exit. Yields ``(None, None)`` when there is no readable transcript.
+    """
+    if jsonl is None or not jsonl.is_file():
+        yield None, None
+        return
+    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".txt")
+    path = Path(name)
+    try:
+        renderer = ClaudeCodeRenderer()
+        readable = True
+        try:
+            with (
+                os.fdopen(fd, "w", encoding="utf-8") as out,
+                jsonl.open("r", encoding="utf-8", errors="replace") as src,
+            ):
+                for raw in src:
+                    for line in renderer.feed(raw):
+                        out.write(line)
+                        out.write("\n")
+        except OSError as exc:
+            _warn(f"cannot read transcript {jsonl}: {exc}")
+            readable = False
+        if readable:
+            yield path, renderer.last_assistant_text
+        else:
+            yield None, None
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
+
+
+def subagent_final_text(jsonl: Path, agent_id: str | None) -> str | None:
+    """The last assistant text of a subagent, from the sidechain lines of a session log.
+
+    With ``agent_id``, lines naming another agent are skipped. ``None`` when the log holds
+    no subagent answer (or cannot be read).
+    """
+    last_id: object = None
+    last_text = ""
+    try:
+        with jsonl.open("r", encoding="utf-8", errors="replace") as src:
+            for raw in src:
+                try:
+                    obj = json.loads(raw)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(obj, dict) or obj.get("type") != "assistant" or not obj.get("isSidechain"):
+                    continue
+                line_agent = obj.get("agentId")
+                if agent_id and line_agent and line_agent != agent_id:
+                    continue
+                message = obj.get("message")
+                if not isinstance(message, dict):
+                    continue
+                text = _text_of(message.get("content"))
+                if not text.strip():
+                    continue
+                msg_id = message.get("id")
+                if msg_id is not None and msg_id == last_id:
+                    last_text = f"{last_text}\n{text}"
+                else:
+                    last_id, last_text = msg_id, text
+    except OSError:
+        return None
+    return last_text or None
+
+
+def session_key(hook_input: ClaudeCodeInput) -> str | None:
+    """Where the Stop rejection count is kept: per session, per subagent for SubagentStop."""
+    if not hook_input.session_id:
+        return None
+    if hook_input.hook_event_name == "SubagentStop":
+        agent = hook_input.agent_id or hook_input.agent_type or "subagent"
+        return f"{hook_input.session_id}:subagent:{agent}"
+    return hook_input.session_id
+
+
+def transcript_source(hook_input: ClaudeCodeInput) -> Path | None:
+    """The JSONL to render: a subagent's own transcript for SubagentStop when given."""
+    raw = hook_input.transcript_path
+    if hook_input.hook_event_name == "SubagentStop" and hook_input.agent_transcript_path:
+        raw = hook_input.agent_transcript_path
+    return Path(raw).expanduser() if raw else None
+
+
+def _final_output(hook_input: ClaudeCodeInput, last_text: str | None) -> str:
+    """The answer a Stop/SubagentStop is about (raises :class:`SubagentOutputMissing`)."""
+    # last_assistant_message first: the transcript file can lag behind the hook.
+    if hook_input.last_assistant_message is not None:
+        return hook_input.last_assistant_message
+    if hook_input.hook_event_name != "SubagentStop" or hook_input.agent_transcript_path:
+        return last_text or ""
+    # Claude Code before 2.0.42: the subagent's lines are sidechain lines of the session log.
+    source = Path(hook_input.transcript_path).expanduser() if hook_input.transcript_path else None
+    found = subagent_final_text(source, hook_input.agent_id) if source is not None else None
+    if found is None:
+        raise SubagentOutputMissing(
+            "cannot find the subagent's answer: Claude Code sent neither last_assistant_message "
+            "nor agent_transcript_path (Claude Code before 2.0.42), and the session transcript "
+            "holds no subagent (sidechain) message"
+        )
+    return found
+
+
+def build_context(
+    hook_input: ClaudeCodeInput, transcript: Path | None, last_text: str | None
+) -> dict[str, Any]:
+    """The SPEC §2 context for this hook input (``hook_event_name`` is the judge event)."""
+    event = hook_input.config_event
+    ctx: dict[str, Any] = {"hook_event_name": event}
+    if hook_input.agent_type:
+        ctx["agent_name"] = hook_input.agent_type
+    if hook_input.session_id:
+        ctx["session_id"] = hook_input.session_id
+    if transcript is not None:
+        ctx["execution_summary"] = str(transcript)
+    if hook_input.cwd:
+        ctx["cwd"] = hook_input.cwd
+    if hook_input.permission_mode:
+        ctx["permission_mode"] = hook_input.permission_mode
+    if event in STOP_EVENTS:
+        ctx["final_output"] = _final_output(hook_input, last_text)
+        if hook_input.agent_id:
+            ctx["agent_id"] = hook_input.agent_id
+    else:
+        ctx["tool_name"] = hook_input.tool_name
+        ctx["tool_input"] = hook_input.tool_input if hook_input.tool_input is not None else {}
+        if hook_input.tool_use_id:
+            ctx["tool_use_id"] = hook_input.tool_use_id
+        if hook_input.hook_event_name == "PostToolUse":
+            ctx["tool_result"] = hook_input.tool_response
+            ctx["tool_succeeded"] = True
+        elif hook_input.hook_event_name == "PostToolUseFailure":
+            ctx["tool_result"] = hook_input.error
+            ctx["tool_succeeded"] = False
+            ctx["tool_error"] = hook_input.error
+            if hook_input.is_interrupt is not None:
+                ctx["is_interrupt"] = hook_input.is_interrupt
+    return ctx
+
+
+def probe_context(hook_input: ClaudeCodeInput) -> dict[str, Any]:
+    """Enough of the context to select hooks (no transcript work, never raises)."""
+    ctx: dict[str, Any] = {"hook_event_name": hook_input.config_event}
+    if hook_input.agent_type:
+        ctx["agent_name"] = hook_input.agent_type
+    if hook_input.tool_name is not None:
+        ctx["tool_name"] = hook_input.tool_name
+    return ctx

@@ -1,0 +1,300 @@
+"""``judge claude-code install``: register judge in Claude Code's settings.json.
+
+Like ``pre-commit install``: it merges hook entries into the settings file of a scope —
+``project`` (``.claude/settings.json``), ``local`` (``.claude/settings.local.json``) or
+``user`` (``~/.claude/settings.json``, or ``$CLAUDE_CONFIG_DIR/settings.json``) — for
+exactly the Claude Code events the judge configuration needs:
+
+* the events come from the configuration (agent level and custom agents); PostToolUse
+  hooks also register ``PostToolUseFailure``; nothing else is ever registered, and judge
+  entries found under events judge cannot serve (e.g. ``WorktreeCreate``) are removed;
+* a tool event's Claude Code ``matcher`` covers the judge hooks' matchers (an exact list
+  when they are plain names, an anchored regex otherwise, ``*`` when in doubt — judge's
+  own matcher still decides which judge hooks run);
+* judge's deadline (``--timeout``) is what the event's hooks may take (the sum for tool
+  events, whose hooks run one after another; the longest for Stop events, whose hooks run
+  concurrently) plus a margin, and Claude Code's ``timeout`` sits above it;
+* the command is ``<python> -m judge claude-code --config <path> --timeout <s>`` with an
+  absolute interpreter path and a quoted configuration path (``$CLAUDE_PROJECT_DIR``-relative
+  for a configuration inside the project).
+
+Running it again changes nothing; the user's other hooks are kept as they are; the file is
+only written when it changes (atomically). ``--dry-run`` prints a unified diff instead;
+``--uninstall`` removes judge's entries only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
+from judge.errors import ConfigError
+from judge.integrations.claude_code_protocol import CLAUDE_CODE_EVENTS, HANDLED_EVENTS, block_cap_warnings
+
+DEFAULT_CONFIG = Path(".claude") / "judge.yaml"
+#: Seconds judge keeps for itself beyond its hooks' timeouts (transcript, state, answer).
+JUDGE_MARGIN = 5
+#: Seconds Claude Code's timeout sits above judge's own (interpreter start, unwinding).
+CLAUDE_CODE_MARGIN = 10
+MAX_JUDGE_TIMEOUT = 3600
+_JUDGE_COMMAND = re.compile(r"(?:^|[\s/\"'])(?:judge|-m\s+judge)[\"']?\s+claude-code(?:\s|$)")
+_PLAIN_NAMES = re.compile(r"^[A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*$")
+
+
+class InstallError(Exception):
+    """The installer cannot proceed (message for the user)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One hook entry judge needs in Claude Code's settings."""
+
+    event: str
+    matcher: str | None
+    judge_timeout: int
+    command: str
+
+    @property
+    def claude_code_timeout(self) -> int:
+        return self.judge_timeout + CLAUDE_CODE_MARGIN
+
+    def group(self) -> dict[str, Any]:
+        handler = {"type": "command", "command": self.command, "timeout": self.claude_code_timeout}
+        out: dict[str, Any] = {"matcher": self.matcher} if self.matcher is not None else {}
+        out["hooks"] = [handler]
+        return out
+
+
+def settings_path(scope: str, project: Path) -> Path:
+    if scope == "project":
+        return project / ".claude" / "settings.json"
+    if scope == "local":
+        return project / ".claude" / "settings.local.json"
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    return (Path(base).expanduser() if base else Path.home() / ".claude") / "settings.json"
+
+
+def is_judge_handler(handler: Any) -> bool:
+    """Whether a settings hook handler runs ``judge claude-code`` (ours to replace/remove)."""
+    if not isinstance(handler, dict) or handler.get("type") != "command":
+        return False
+    command = handler.get("command")
+    return isinstance(command, str) and _JUDGE_COMMAND.search(command) is not None
+
+
+def _hooks_by_event(config: Config) -> dict[str, list[Hook]]:
+    out: dict[str, list[Hook]] = {}
+    hooksets = [config.hooks, *(agent.hooks for agent in config.custom_agents.values())]
+    for hookset in hooksets:
+        for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse"):
+            out.setdefault(event, []).extend(hookset.for_event(event))
+    return {event: hooks for event, hooks in out.items() if hooks}
+
+
+def claude_code_matcher(hooks: list[Hook]) -> str | None:
+    """A Claude Code matcher selecting every tool one of ``hooks`` matches (``None``: none)."""
+    patterns = sorted({h.matcher for h in hooks if h.matcher})
+    if not patterns:
+        return None
+    if "*" in patterns:
+        return "*"
+    if all(_PLAIN_NAMES.match(p) for p in patterns):
+        names = sorted({name for p in patterns for name in p.split("|")})
+        return "|".join(names)
+    if any("(?" in p or "\\" in p for p in patterns):
+        return "*"  # Python-only regex syntax may not mean the same in JavaScript
+    return "^(?:" + "|".join(f"(?:{p})" for p in patterns) + ")$"
+
+
+def judge_timeout(event: str, hooks: list[Hook]) -> int:
+    """judge's own deadline for ``event``: its hooks' time (sum or max) plus a margin."""
+    times = [h.timeout for h in hooks]
+    spent = max(times) if event in STOP_EVENTS else sum(times)
+    return min(spent + JUDGE_MARGIN, MAX_JUDGE_TIMEOUT)
+
+
+def hook_command(config_path: Path, project: Path, scope: str, timeout: int, rewrite: str | None) -> str:
+    python = shlex.quote(sys.executable)
+    config_arg = shlex.quote(str(config_path))
+    if scope in ("project", "local"):
+        try:
+            relative = config_path.relative_to(project)
+        except ValueError:
+            pass
+        else:
+            config_arg = '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(relative.as_posix())
+    command = f"{python} -m judge claude-code --config {config_arg} --timeout {timeout}"
+    return f"{command} --rewrite {rewrite}" if rewrite else command
+
+
+def wanted_entries(
+    config: Config,
+    config_path: Path,
+    project: Path,
+    scope: str,
+    timeout: float | None = None,
+    rewrite: str | None = None,
+) -> list[Entry]:
+    """The hook entries the configuration needs, in Claude Code event order."""
+    entries: list[Entry] = []
+    for event, hooks in _hooks_by_event(config).items():
+        matcher: str | None = None
+        if event in TOOL_EVENTS:
+            matcher = claude_code_matcher(hooks)
+            if matcher is None:
+                continue  # no judge hook of this event matches any tool
+            hooks = [h for h in hooks if h.matcher]
+        seconds = int(timeout) if timeout is not None else judge_timeout(event, hooks)
+        command = hook_command(config_path, project, scope, seconds, rewrite)
+        for cc_event in CLAUDE_CODE_EVENTS[event]:
+            if cc_event not in HANDLED_EVENTS:
+                raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
+            entries.append(Entry(cc_event, matcher, seconds, command))
+    return entries
+
+
+def merge(settings: dict[str, Any], entries: list[Entry]) -> tuple[dict[str, Any], list[str]]:
+    """``settings`` with judge's entries replaced by ``entries``; and notes for the user.
+
+    Every other hook stays where it was; judge's entries take the place of the first
+    judge entry of their event (else they are appended).
+    """
+    out = copy.deepcopy(settings)
+    notes: list[str] = []
+    hooks = out.get("hooks")
+    if hooks is None:
+        hooks = {}
+    if not isinstance(hooks, dict):
+        raise InstallError('the settings\' "hooks" is not a JSON object; fix it by hand first')
+    slots: dict[str, int] = {}
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept: list[Any] = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) or not any(is_judge_handler(h) for h in handlers):
+                kept.append(group)
+                continue
+            slots.setdefault(event, len(kept))
+            others = [h for h in handlers if not is_judge_handler(h)]
+            if others:
+                kept.append({**group, "hooks": others})
+        if event not in HANDLED_EVENTS and event in slots:
+            notes.append(f"removed judge from {event}: judge cannot serve that event")
+        if kept:
+            hooks[event] = kept
+        elif event in slots:
+            del hooks[event]
+    for entry in entries:
+        groups = hooks.setdefault(entry.event, [])
+        at = slots.get(entry.event, len(groups))
+        groups.insert(at, entry.group())
+        slots[entry.event] = at + 1
+    if hooks:
+        out["hooks"] = hooks
+    else:
+        out.pop("hooks", None)
+    return out, notes
+
+
+def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
+    if not path.exists():
+        return "", {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstallError(f"cannot read {path}: {exc}") from None
+    if not text.strip():
+        return text, {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "fix it by hand first, nothing was changed"
+        ) from None
+    if not isinstance(data, dict):
+        raise InstallError(f"{path} must hold a JSON object, got {type(data).__name__}")
+    return text, data
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def install(args: argparse.Namespace, project: Path) -> int:
+    path = settings_path(args.scope, project)
+    entries: list[Entry] = []
+    if not args.uninstall:
+        raw = getattr(args, "install_config", None) or str(project / DEFAULT_CONFIG)
+        config_path = (project / Path(raw).expanduser()).resolve()
+        if not config_path.is_file():
+            raise InstallError(f"no judge configuration at {config_path} (pass --config FILE)")
+        try:
+            config = load_config(config_path)
+        except ConfigError as exc:
+            lines = "\n".join(f"  {p}" for p in exc.problems)
+            raise InstallError(f"invalid judge configuration {config_path}:\n{lines}") from None
+        for warning in block_cap_warnings(config):
+            print(f"warning: {warning}", file=sys.stderr)
+        timeout = getattr(args, "install_timeout", None)
+        rewrite = getattr(args, "install_rewrite", None)
+        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)
+        if not entries:
+            print(f"{config_path} has no hooks Claude Code can run; registering nothing", file=sys.stderr)
+    before, settings = read_settings(path)
+    merged, notes = merge(settings, entries)
+    after = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+    for note in notes:
+        print(note, file=sys.stderr)
+    if merged == settings:
+        print(f"{path}: already up to date")
+        return 0
+    if args.dry_run:
+        diff = difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), str(path), str(path)
+        )
+        sys.stdout.writelines(diff)
+        return 0
+    write_atomically(path, after)
+    if args.uninstall:
+        print(f"{path}: removed judge's hook entries")
+    else:
+        events = ", ".join(dict.fromkeys(e.event for e in entries))
+        print(f"{path}: judge registered for {events}")
+    return 0
+
+
+def install_main(args: argparse.Namespace) -> int:
+    """Entry point of ``judge claude-code install``: 0 done, 1 refused (message on stderr)."""
+    try:
+        return install(args, Path.cwd())
+    except InstallError as exc:
+        print(f"judge claude-code install: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"judge claude-code install: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,183 @@
+"""What ``judge claude-code`` prints: Claude Code's JSON answer for a judge decision.
+
+* Stop / SubagentStop: ``{"decision": "block", "reason": ...}`` sends the agent back;
+  nothing lets it stop; ``{"systemMessage": ...}`` tells the user a stop was forced.
+* PreToolUse: a denial is ``hookSpecificOutput.permissionDecision: "deny"``; a rewrite is
+  ``hookSpecificOutput.updatedInput``, handed over per the rewrite mode (below).
+* PostToolUse: a block replaces the tool result through ``hookSpecificOutput.updatedToolOutput``
+  (Claude Code 2.1.121 and later) with ``[Hook Blocked Tool Result] <reason>`` in the shape
+  the tool's own output has, and also answers ``decision: "block"`` with the reason.
+* PostToolUseFailure: ``decision: "block"`` with the reason (the failed result is an error
+  text already; Claude Code offers no replacement for it).
+
+Rewrite modes (``--rewrite`` / ``$JUDGE_CLAUDE_CODE_REWRITE``):
+
+* ``passthrough`` (default): ``updatedInput`` without a permission decision — the rewrite
+  applies and Claude Code's own permission flow (rules, mode, prompt) decides about the
+  rewritten call exactly as it would have about the original: no prompt is skipped, and a
+  headless session runs the rewrite whenever it would have run the original.
+* ``ask``: ``permissionDecision: "ask"`` — the user always confirms the rewritten call;
+  headless sessions (``claude -p``) cannot ask, so they deny it.
+* ``allow``: ``permissionDecision: "allow"`` — the rewritten call runs without a permission
+  prompt (Claude Code's deny and ask rules still apply). Skips prompts the user would have
+  seen: opt in only where the judge configuration is the policy.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from judge.config import STOP_EVENTS
+from judge.decision import Decision
+from judge.integrations.claude_code_protocol import BLOCKED_RESULT_PREFIX, RewriteMode
+
+DEFAULT_BLOCK_REASON = "Blocked by judge"
+DEFAULT_RESULT_BLOCK_REASON = "Tool result blocked by hook"
+REWRITE_REASON = "judge rewrote the tool input"
+#: Tools whose result the model sees as a fixed confirmation: nothing there to withhold.
+FIXED_RESULT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWrite"})
+
+
+def _text_file_result(tool_input: Any, text: str) -> dict[str, Any]:
+    path = tool_input.get("file_path", "") if isinstance(tool_input, dict) else ""
+    lines = text.count("\n") + 1
+    return {
+        "type": "text",
+        "file": {"filePath": path, "content": text, "numLines": lines, "startLine": 1, "totalLines": lines},
+    }
+
+
+def withheld_tool_output(tool_name: str | None, tool_input: Any, response: Any, text: str) -> Any | None:
+    """``response`` with its visible content replaced by ``text``, in the tool's own shape.
+
+    Claude Code ignores a replacement that does not match a built-in tool's output schema,
+    so the original response is copied and only the fields the model reads are replaced.
+    ``None``: no replacement is known for this tool's output (e.g. Write and Edit, whose
+    result the model sees as a fixed confirmation).
+    """
+    if isinstance(response, str):
+        return text
+    if isinstance(response, list):  # MCP content blocks
+        return [{"type": "text", "text": text}]
+    if not isinstance(response, dict):
+        return None
+    if tool_name in FIXED_RESULT_TOOLS:
+        return None
+    out = copy.deepcopy(response)
+    if tool_name == "Read":
+        return _text_file_result(tool_input, text)
+    if "stdout" in out:  # Bash, PowerShell
+        out.update(stdout=text, stderr="", interrupted=False)
+        if "isImage" in out:
+            out["isImage"] = False
+        out.pop("persistedOutputPath", None)
+        out.pop("persistedOutputSize", None)
+        return out
+    if tool_name == "Grep":
+        out.update(mode="content", content=text, numLines=text.count("\n") + 1, filenames=[], numFiles=0)
+        return out
+    if tool_name == "Glob":
+        out.update(filenames=[text], numFiles=1, truncated=False)
+        return out
+    if tool_name == "WebSearch" and "results" in out:
+        out["results"] = [text]
+        return out
+    if isinstance(out.get("result"), str):  # WebFetch
+        out["result"] = text
+        return out
+    if isinstance(out.get("content"), list):  # Agent / Task, MCP {"content": [...]}
+        out["content"] = [{"type": "text", "text": text}]
+        return out
+    if isinstance(out.get("content"), str):
+        out["content"] = text
+        return out
+    return None
+
+
+def blocked_result_text(reason: str) -> str:
+    return f"{BLOCKED_RESULT_PREFIX} {reason}"
+
+
+def _stop_output(decision: Decision) -> dict[str, Any] | None:
+    if decision.decision == "block":
+        return {"decision": "block", "reason": decision.reason or DEFAULT_BLOCK_REASON}
+    if decision.forced_stop:
+        unresolved = f" Unresolved: {decision.reason}" if decision.reason else ""
+        return {
+            "systemMessage": f"judge: stop forced after {decision.rejection_count} rejection(s) "
+            f"(maxRejections reached).{unresolved}"
+        }
+    return None
+
+
+def _pre_tool_use_output(decision: Decision, rewrite: RewriteMode) -> dict[str, Any] | None:
+    specific: dict[str, Any] = {"hookEventName": "PreToolUse"}
+    if decision.decision == "block":
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = decision.reason or DEFAULT_BLOCK_REASON
+        return {"hookSpecificOutput": specific}
+    if decision.updated_input is not None:
+        if rewrite != "passthrough":
+            specific["permissionDecision"] = rewrite
+            specific["permissionDecisionReason"] = REWRITE_REASON
+        specific["updatedInput"] = decision.updated_input
+    if decision.additional_context is not None:
+        specific["additionalContext"] = decision.additional_context
+    return {"hookSpecificOutput": specific} if len(specific) > 1 else None
+
+
+def _post_tool_use_output(
+    decision: Decision, event: str, tool_name: str | None, tool_input: Any, response: Any
+) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    specific: dict[str, Any] = {"hookEventName": event}
+    if decision.decision == "block":
+        reason = decision.reason or DEFAULT_RESULT_BLOCK_REASON
+        out = {"decision": "block", "reason": reason}
+        if event == "PostToolUse":
+            replaced = withheld_tool_output(tool_name, tool_input, response, blocked_result_text(reason))
+            if replaced is not None:
+                specific["updatedToolOutput"] = replaced
+    if decision.additional_context is not None:
+        specific["additionalContext"] = decision.additional_context
+    if len(specific) > 1:
+        out["hookSpecificOutput"] = specific
+    return out or None
+
+
+def claude_code_output(
+    decision: Decision,
+    event: str,
+    rewrite: RewriteMode = "passthrough",
+    tool_name: str | None = None,
+    tool_input: Any = None,
+    tool_response: Any = None,
+) -> dict[str, Any] | None:
+    """Claude Code's JSON answer for ``decision`` on Claude Code event ``event``.
+
+    ``None`` means print nothing (allow).
+    """
+    if event in STOP_EVENTS:
+        return _stop_output(decision)
+    if event == "PreToolUse":
+        return _pre_tool_use_output(decision, rewrite)
+    return _post_tool_use_output(decision, event, tool_name, tool_input, tool_response)
+
+
+def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:
+    """What Claude Code gets when the adapter cannot evaluate a configured event.
+
+    PreToolUse fails closed (the call is denied with the reason); the other events go
+    through, with a ``systemMessage`` so the user sees the setup is broken.
+    """
+    if event == "PreToolUse":
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": f"judge policy check could not run ({problem}); "
+                "fix the judge setup, then retry",
+            }
+        }
+    return {"systemMessage": f"judge: {problem}; not checked"}

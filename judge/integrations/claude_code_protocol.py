@@ -1,0 +1,142 @@
+"""Facts of Claude Code's hook protocol that the adapter, the installer and ``validate`` share.
+
+Kept free of heavy imports: ``judge claude-code`` starts on every tool call.
+
+* Which Claude Code events judge serves, and which judge configuration event each maps to
+  (``PostToolUseFailure`` is judged by the ``PostToolUse`` hooks, with ``tool_succeeded:
+  false``).
+* Claude Code's cap on consecutive Stop blocks (8 unless ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP``
+  says otherwise): a ``maxRejections`` above it never takes effect, because Claude Code
+  ends the turn first. :func:`block_cap_warnings` names such hooks.
+* The hook input on stdin (:class:`ClaudeCodeInput`, :func:`parse_input`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from judge.config import Config
+
+#: Claude Code events ``judge claude-code`` evaluates. Every other event is a no-op.
+HANDLED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PreToolUse", "PostToolUse", "PostToolUseFailure")
+#: The judge configuration event whose hooks judge a Claude Code event.
+CONFIG_EVENT: dict[str, str] = {
+    "Stop": "Stop",
+    "SubagentStop": "SubagentStop",
+    "PreToolUse": "PreToolUse",
+    "PostToolUse": "PostToolUse",
+    "PostToolUseFailure": "PostToolUse",
+}
+#: The Claude Code events to register for the hooks of one judge configuration event.
+CLAUDE_CODE_EVENTS: dict[str, tuple[str, ...]] = {
+    "Stop": ("Stop",),
+    "SubagentStop": ("SubagentStop",),
+    "PreToolUse": ("PreToolUse",),
+    "PostToolUse": ("PostToolUse", "PostToolUseFailure"),
+}
+#: Claude Code ends the turn after this many consecutive Stop blocks (2.1.143 and later).
+CLAUDE_CODE_BLOCK_CAP = 8
+#: The environment variable that changes that cap.
+BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
+#: Oldest Claude Code the adapter's full behaviour needs: ``updatedToolOutput`` for all tools.
+MIN_VERSION_FULL = "2.1.121"
+#: Before this version SubagentStop has no ``agent_id`` / ``agent_transcript_path``.
+SUBAGENT_TRANSCRIPT_SINCE = "2.0.42"
+#: The text the model sees instead of a withheld tool result (SPEC §4).
+BLOCKED_RESULT_PREFIX = "[Hook Blocked Tool Result]"
+
+#: How a PreToolUse rewrite (``updatedInput``) is handed to Claude Code.
+RewriteMode = Literal["passthrough", "ask", "allow"]
+REWRITE_MODES: tuple[str, ...] = ("passthrough", "ask", "allow")
+DEFAULT_REWRITE_MODE: RewriteMode = "passthrough"
+REWRITE_ENV = "JUDGE_CLAUDE_CODE_REWRITE"
+
+
+def claude_code_block_cap(env: Mapping[str, str] | None = None) -> int:
+    """Claude Code's consecutive Stop-block cap: ``$CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` or 8."""
+    raw = (os.environ if env is None else env).get(BLOCK_CAP_ENV, "").strip()
+    try:
+        value = int(raw)
+    except ValueError:
+        return CLAUDE_CODE_BLOCK_CAP
+    return value if value > 0 else CLAUDE_CODE_BLOCK_CAP
+
+
+def block_cap_warnings(config: Config, cap: int | None = None) -> list[str]:
+    """One message per prompt Stop/SubagentStop hook whose ``maxRejections`` exceeds the cap.
+
+    Such a hook's limit never takes effect under Claude Code: Claude Code ends the turn
+    after ``cap`` consecutive blocks, before judge forces the stop itself.
+    """
+    limit = claude_code_block_cap() if cap is None else cap
+    problems: list[str] = []
+    places: list[tuple[str, Any]] = [("hooks", config.hooks)]
+    places += [(f"customAgents.{name}.hooks", agent.hooks) for name, agent in config.custom_agents.items()]
+    for prefix, hookset in places:
+        for event in ("Stop", "SubagentStop"):
+            for index, hook in enumerate(hookset.for_event(event)):
+                if hook.type == "prompt" and hook.max_rejections > limit:
+                    problems.append(
+                        f"{prefix}.{event}[{index}].maxRejections: {hook.max_rejections} is above "
+                        f"Claude Code's cap of {limit} consecutive Stop blocks ({BLOCK_CAP_ENV}); "
+                        "under Claude Code the turn ends at the cap, so this limit never takes effect"
+                    )
+    return problems
+
+
+class ClaudeCodeInput(BaseModel):
+    """Claude Code's hook input (the fields used here; others are kept and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    hook_event_name: str
+    session_id: str | None = None
+    transcript_path: str | None = None
+    cwd: str | None = None
+    permission_mode: str | None = None
+    stop_hook_active: bool = False
+    last_assistant_message: str | None = None
+    agent_id: str | None = None
+    agent_type: str | None = None
+    agent_transcript_path: str | None = None
+    tool_name: str | None = None
+    tool_input: Any = None
+    tool_response: Any = None
+    tool_use_id: str | None = None
+    error: Any = None
+    is_interrupt: bool | None = None
+
+    @property
+    def config_event(self) -> str:
+        """The judge configuration event whose hooks judge this input."""
+        return CONFIG_EVENT.get(self.hook_event_name, self.hook_event_name)
+
+
+class InputError(Exception):
+    """The hook input on stdin is unusable."""
+
+
+def parse_input(text: str) -> ClaudeCodeInput:
+    """Validate the stdin JSON; raise :class:`InputError` with a readable message."""
+    if not text.strip():
+        raise InputError("no hook input on stdin (expected Claude Code's hook JSON)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise InputError(f"hook input is not JSON ({where}: {exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"hook input must be a JSON object, got {type(data).__name__}")
+    try:
+        return ClaudeCodeInput.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<input>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise InputError(f"invalid hook input: {problems}") from None

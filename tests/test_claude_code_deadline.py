@@ -1,0 +1,199 @@
+"""``judge claude-code --timeout`` and signals, with real processes.
+
+judge must answer by itself before its deadline (per the hooks' failMode), and on SIGTERM /
+SIGINT kill its hook children and remove its temporary files (the rendered transcript copy
+and the hooks' working directories).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# A command hook that records its pid and a grandchild's, then waits for ever.
+HANGING = "echo $$ > {pids}; sleep 1000 & echo $! >> {pids}; wait"
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def wait_for(condition: Any, what: str, limit: float = 30.0) -> None:
+    end = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def setup(
+    tmp_path: Path, event: str, extra: dict[str, Any] | None = None
+) -> tuple[Path, Path, dict[str, str]]:
+    pids = tmp_path / "pids"
+    hook = {"type": "command", "timeout": 120, "command": HANGING.format(pids=pids), **(extra or {})}
+    if event in ("PreToolUse", "PostToolUse"):
+        hook["matcher"] = "*"
+    config = tmp_path / "judge.json"
+    config.write_text(json.dumps({"hooks": {event: [hook]}}), encoding="utf-8")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(TMPDIR=str(tmp), JUDGE_STATE=str(tmp_path / "state.sqlite"))
+    env.pop("JUDGE_CONFIG", None)
+    return config, pids, env
+
+
+def payload(tmp_path: Path, event: str) -> str:
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(
+        json.dumps({"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "hi"}}) + "\n",
+        encoding="utf-8",
+    )
+    data: dict[str, Any] = {
+        "session_id": "s1",
+        "transcript_path": str(transcript),
+        "cwd": str(tmp_path),
+        "permission_mode": "default",
+        "hook_event_name": event,
+    }
+    if event == "Stop":
+        data.update(stop_hook_active=False, last_assistant_message="Done.")
+    else:
+        data.update(tool_name="Bash", tool_input={"command": "cat .env"}, tool_use_id="toolu_01")
+    if event == "PostToolUse":
+        data["tool_response"] = {"stdout": "KEY=abc", "stderr": "", "interrupted": False, "isImage": False}
+    return json.dumps(data)
+
+
+def assert_all_gone(pids: Path) -> None:
+    """The hook and its grandchild end (SIGKILL lands at once; reaping takes a moment)."""
+    started = hook_pids(pids)
+    assert len(started) == 2  # the hook ran, and so did its grandchild
+    wait_for(lambda: not [p for p in started if alive(p)], f"hook processes {started} to end", 10)
+
+
+def hook_pids(pids: Path) -> list[int]:
+    return [int(x) for x in pids.read_text().split()] if pids.exists() else []
+
+
+def judge_argv(config: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "judge", "claude-code", "--config", str(config), *extra]
+
+
+def run_judge(tmp_path: Path, event: str, config: Path, env: dict[str, str], timeout: str) -> Any:
+    """Run judge with ``--timeout``; return its JSON answer."""
+    done = subprocess.run(
+        judge_argv(config, "--timeout", timeout),
+        input=payload(tmp_path, event),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.mark.slow
+def test_timeout_denies_the_tool_call_and_kills_the_hook(tmp_path: Path) -> None:
+    config, pids, env = setup(tmp_path, "PreToolUse")
+    out = run_judge(tmp_path, "PreToolUse", config, env, "3")
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Hook error: judge did not finish within its --timeout of 3 s",
+        }
+    }
+    assert_all_gone(pids)
+    assert list((tmp_path / "tmp").iterdir()) == []  # transcript copy and hook workdir removed
+
+
+@pytest.mark.slow
+def test_timeout_on_a_fail_open_stop_lets_it_through_with_a_notice(tmp_path: Path) -> None:
+    config, pids, env = setup(tmp_path, "Stop")
+    out = run_judge(tmp_path, "Stop", config, env, "2")
+    assert out == {"systemMessage": "judge: judge did not finish within its --timeout of 2 s; not checked"}
+    assert_all_gone(pids)
+
+
+@pytest.mark.slow
+def test_timeout_on_a_fail_closed_post_tool_use_withholds_the_result(tmp_path: Path) -> None:
+    config, _, env = setup(tmp_path, "PostToolUse", {"failMode": "block"})
+    out = run_judge(tmp_path, "PostToolUse", config, env, "2")
+    reason = "Hook error: judge did not finish within its --timeout of 2 s"
+    assert out == {
+        "decision": "block",
+        "reason": reason,
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": {
+                "stdout": f"[Hook Blocked Tool Result] {reason}",
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+            },
+        },
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_kills_hook_children_and_removes_temp_files(tmp_path: Path, sig: signal.Signals) -> None:
+    config, pids, env = setup(tmp_path, "PreToolUse")
+    proc = subprocess.Popen(
+        judge_argv(config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(payload(tmp_path, "PreToolUse"))
+        proc.stdin.close()
+        wait_for(lambda: len(hook_pids(pids)) == 2, "the hook and its grandchild to start")
+        tmp = tmp_path / "tmp"
+        names = sorted(p.name for p in tmp.iterdir())
+        assert any(n.startswith("judge-claude-code-") for n in names), names  # the rendered copy
+        assert any(n.startswith("judge-hook-") for n in names), names  # the hook's workdir
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    answer = json.loads(out)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert answer["permissionDecisionReason"] == f"Hook error: judge was stopped by {sig.name}"
+    assert_all_gone(pids)
+    assert list(tmp.iterdir()) == []
+
+
+def test_timeout_flag_rejects_nonsense() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "judge", "claude-code", "--timeout", "soon"],
+        input="{}",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "--timeout: must be a number of seconds, got 'soon'" in done.stderr

@@ -1,0 +1,182 @@
+"""``judge claude-code install``: merging judge's hook entries into Claude Code's settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.config import config_from_data
+from judge.integrations.claude_code_install import claude_code_matcher, is_judge_handler
+
+CONFIG = """\
+hooks:
+  Stop:
+    - type: prompt
+      prompt: "Complete? $ARGUMENTS"
+      timeout: 60
+      maxRejections: 12
+  PreToolUse:
+    - type: command
+      matcher: Bash
+      command: "exit 0"
+      timeout: 20
+    - type: command
+      matcher: "Edit|Write"
+      command: "exit 0"
+      timeout: 10
+  PostToolUse:
+    - type: command
+      matcher: "mcp__.*"
+      command: "exit 0"
+      timeout: 5
+"""
+USER_HOOK = {"matcher": "Edit", "hooks": [{"type": "command", "command": "npx prettier --write"}]}
+
+
+def install(project: Path, *flags: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    env["HOME"] = str(home or project / "home")
+    return subprocess.run(
+        [sys.executable, "-m", "judge", "claude-code", "install", *flags],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "judge.yaml").write_text(CONFIG, encoding="utf-8")
+    settings = {"model": "opus", "hooks": {"PreToolUse": [USER_HOOK]}}
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    return tmp_path
+
+
+def settings(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(project: Path) -> None:
+    done = install(project)
+    assert done.returncode == 0, done.stderr
+    data = settings(project / ".claude" / "settings.json")
+    assert data["model"] == "opus"
+    hooks = data["hooks"]
+    assert set(hooks) == {"Stop", "PreToolUse", "PostToolUse", "PostToolUseFailure"}
+    assert hooks["PreToolUse"][0] == USER_HOOK
+    config = '"$CLAUDE_PROJECT_DIR"/.claude/judge.yaml'
+    command = f"{shlex.quote(sys.executable)} -m judge claude-code --config {config}"
+    # Tool hooks run one after another (20 + 10 s), Stop hooks concurrently (60 s); judge keeps
+    # 5 s for itself and Claude Code's timeout sits 10 s above judge's own.
+    assert hooks["PreToolUse"][1] == {
+        "matcher": "Bash|Edit|Write",
+        "hooks": [{"type": "command", "command": f"{command} --timeout 35", "timeout": 45}],
+    }
+    assert hooks["Stop"] == [
+        {"hooks": [{"type": "command", "command": f"{command} --timeout 65", "timeout": 75}]}
+    ]
+    post = {
+        "matcher": "^(?:(?:mcp__.*))$",
+        "hooks": [{"type": "command", "command": f"{command} --timeout 10", "timeout": 20}],
+    }
+    assert hooks["PostToolUse"] == [post]
+    assert hooks["PostToolUseFailure"] == [post]
+    assert "maxRejections: 12 is above Claude Code's cap of 8" in done.stderr
+
+
+def test_install_is_idempotent_and_uninstall_removes_only_judge(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    assert install(project).returncode == 0
+    first = path.read_text(encoding="utf-8")
+    again = install(project)
+    assert again.returncode == 0
+    assert "already up to date" in again.stdout
+    assert path.read_text(encoding="utf-8") == first
+    gone = install(project, "--uninstall")
+    assert gone.returncode == 0, gone.stderr
+    assert settings(path) == {"model": "opus", "hooks": {"PreToolUse": [USER_HOOK]}}
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    before = path.read_text(encoding="utf-8")
+    done = install(project, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"--- {path}\n+++ {path}\n")
+    assert '+    "PostToolUseFailure": [' in done.stdout
+    assert path.read_text(encoding="utf-8") == before
+
+
+def test_judge_entries_under_events_it_cannot_serve_are_removed(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    bad = {"hooks": [{"type": "command", "command": "judge claude-code --config x.yaml"}]}
+    path.write_text(json.dumps({"hooks": {"WorktreeCreate": [bad]}}), encoding="utf-8")
+    done = install(project)
+    assert done.returncode == 0, done.stderr
+    assert "removed judge from WorktreeCreate: judge cannot serve that event" in done.stderr
+    assert "WorktreeCreate" not in settings(path)["hooks"]
+
+
+@pytest.mark.parametrize(
+    ("scope", "where"),
+    [("local", ".claude/settings.local.json"), ("user", "home/.claude/settings.json")],
+)
+def test_scopes_write_their_own_settings_file(project: Path, scope: str, where: str) -> None:
+    done = install(
+        project, "--scope", scope, "--config", ".claude/judge.yaml", "--timeout", "9", "--rewrite", "ask"
+    )
+    assert done.returncode == 0, done.stderr
+    hooks = settings(project / where)["hooks"]
+    command = hooks["Stop"][0]["hooks"][0]["command"]
+    assert command.endswith("--timeout 9 --rewrite ask")
+    if scope == "user":  # outside a project: an absolute configuration path
+        assert shlex.quote(str(project / ".claude" / "judge.yaml")) in command
+    assert hooks["Stop"][0]["hooks"][0]["timeout"] == 19
+
+
+def test_refusals_are_clear_and_change_nothing(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    path.write_text("{not json", encoding="utf-8")
+    broken = install(project)
+    assert broken.returncode == 1
+    assert "is not valid JSON (line 1, column 2" in broken.stderr
+    assert path.read_text(encoding="utf-8") == "{not json"
+    missing = install(project, "--config", "nope.yaml")
+    assert missing.returncode == 1 and "no judge configuration at" in missing.stderr
+    (project / "bad.yaml").write_text("hooks:\n  Stop:\n    - type: prompt\n", encoding="utf-8")
+    invalid = install(project, "--config", "bad.yaml")
+    assert invalid.returncode == 1 and "invalid judge configuration" in invalid.stderr
+
+
+def test_matchers_and_handler_recognition() -> None:
+    hooks = config_from_data(
+        {
+            "hooks": {
+                "PreToolUse": [
+                    {"command": "x", "type": "command", "matcher": m} for m in ("Bash", "Read|Bash")
+                ]
+            }
+        }
+    ).hooks.PreToolUse
+    assert claude_code_matcher(hooks) == "Bash|Read"
+    star = config_from_data({"hooks": {"PreToolUse": [{"type": "command", "command": "x", "matcher": "*"}]}})
+    assert claude_code_matcher(star.hooks.PreToolUse) == "*"
+    named = config_from_data(
+        {"hooks": {"PreToolUse": [{"type": "command", "command": "x", "matcher": "(?i)bash"}]}}
+    )
+    assert claude_code_matcher(named.hooks.PreToolUse) == "*"  # Python-only syntax: let judge filter
+    assert is_judge_handler({"type": "command", "command": "judge claude-code --config a.yaml"})
+    assert is_judge_handler({"type": "command", "command": "/v/bin/python -m judge claude-code"})
+    assert not is_judge_handler({"type": "command", "command": "judge-lint claude-code-notes"})
+    assert not is_judge_handler({"type": "prompt", "prompt": "judge claude-code"})
