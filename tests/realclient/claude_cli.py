@@ -16,12 +16,15 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 #: The Claude Code release the tests are written against (hook protocol, wire format).
 CLAUDE_CODE_VERSION = "2.1.332"
 PACKAGE = "@anthropic-ai/claude-code"
-INSTALL_TIMEOUT = 600
+INSTALL_TIMEOUT = 300
+#: A failed install is not retried for this long (setup.sh and the tests share the verdict).
+RETRY_AFTER = 3600
 
 
 def cache_dir() -> Path:
@@ -51,9 +54,22 @@ def install() -> str | None:
     binary = installed_binary()
     if binary.exists() and _works(binary) is None:
         return None
-    npm = shutil.which("npm")
-    if npm is None:
+    if shutil.which("npm") is None:
         return "npm is not installed (Claude Code comes from the npm registry)"
+    failed = cache_dir().with_name(cache_dir().name + ".failed")
+    if failed.exists() and time.time() - failed.stat().st_mtime < RETRY_AFTER:
+        return failed.read_text().strip() + f" (not retried for an hour; remove {failed} to retry now)"
+    problem = _npm_install(binary)
+    if problem is None:
+        failed.unlink(missing_ok=True)
+    else:
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        failed.write_text(problem + "\n")
+    return problem
+
+
+def _npm_install(binary: Path) -> str | None:
+    npm = shutil.which("npm") or "npm"
     target = cache_dir()
     target.mkdir(parents=True, exist_ok=True)
     command = [npm, "install", "--prefix", str(target), "--no-audit", "--no-fund", "--loglevel=error"]

@@ -172,6 +172,9 @@ class ClaudeSession:
                 "JUDGE_TEST_MARKERS": str(self.markers),
                 **self.env,
             }
+            # Run the hooks against another checkout of judge (e.g. a branch under review).
+            if os.environ.get("JUDGE_TEST_HOOK_PYTHONPATH"):
+                env["PYTHONPATH"] = os.environ["JUDGE_TEST_HOOK_PYTHONPATH"]
             command = [str(self.claude), "-p", prompt, "--settings", str(self.settings_path)]
             command += ["--output-format", "stream-json", "--verbose"]
             if allowed_tools:
@@ -197,9 +200,11 @@ class ClaudeSession:
     def marker(self, name: str) -> Path:
         return self.markers / name
 
-    def transcript_lines(self) -> list[dict[str, Any]]:
-        """The session's JSONL transcript (the only one under the throw-away HOME)."""
-        files = sorted((self.home / ".claude" / "projects").glob("*/*.jsonl"))
+    def transcript_lines(self, *, everything: bool = False) -> list[dict[str, Any]]:
+        """The session's JSONL transcript (the only one under the throw-away HOME);
+        ``everything`` adds the subagents' transcripts."""
+        projects = self.home / ".claude" / "projects"
+        files = sorted(projects.rglob("*.jsonl") if everything else projects.glob("*/*.jsonl"))
         lines: list[dict[str, Any]] = []
         for file in files:
             lines += [json.loads(line) for line in file.read_text().splitlines() if line.strip()]

@@ -182,7 +182,17 @@ def test_subagent_stop_of_old_claude_code_judges_the_subagent(session: ClaudeSes
     )
     assert result.returncode == 0, result.explain()
     contexts = recorded(session.markers, "sub")
-    assert len(contexts) == 1, result.explain()
+    if not contexts:
+        # Not judged: then judge must have said why (Claude Code keeps a hook's
+        # systemMessage as a hook_system_message attachment, here in the subagent's log).
+        notices = [
+            str(line["attachment"].get("content"))
+            for line in session.transcript_lines(everything=True)
+            if line.get("attachment", {}).get("type") == "hook_system_message"
+        ]
+        assert any("subagent" in notice for notice in notices), result.explain()
+        return
+    assert len(contexts) == 1, contexts
     final = str(contexts[0].get("final_output"))
     assert MAIN_TEXT not in final, json.dumps(contexts[0])[:2000]
-    assert SUBAGENT_TEXT in final or "subagent" in final.lower(), final
+    assert SUBAGENT_TEXT in final, final
