@@ -7,10 +7,8 @@ Subcommands that need heavier modules (the service, evals, tuning) import them l
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -103,6 +101,9 @@ def _read_context(path: str | None) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sqlite3
+
     from judge.audit import AuditLog
     from judge.config import EVENTS, load_config
     from judge.engine import Engine
@@ -287,8 +288,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    stdin_text: str | None = None
+    if arguments[:1] == ["claude-code"]:
+        # Claude Code starts a process per tool call: answer "nothing to do" without
+        # loading the configuration or the engine when no hook can match.
+        from judge.integrations.claude_code_fast import try_fast
+
+        code, stdin_text = try_fast(arguments[1:])
+        if code is not None:
+            return code
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
+    if stdin_text is not None:
+        args.stdin_text = stdin_text
     handler: Handler = args.func
     try:
         return handler(args)

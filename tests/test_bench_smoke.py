@@ -61,3 +61,9 @@ def test_inspect_judge_side_runs_without_inspect(capsys: pytest.CaptureFixture[s
     assert module.main(["--n", "3", "--latency", "0", "--concurrency", "2", "--venv", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "judge eval" in out and "Inspect AI row skipped: skipped in the smoke test" in out
+
+
+def test_claude_code_smallest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench("bench_claude_code").main(["--n", "1", "--mb", "0.2"]) == 0
+    out = capsys.readouterr().out
+    assert "judge: PreToolUse, no hook matches" in out and "later Stop, ~20 KB appended" in out

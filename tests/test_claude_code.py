@@ -421,7 +421,7 @@ def test_render_kinds() -> None:
         {"type": "assistant", "message": {"id": "a2", "content": [{"type": "text", "text": "Part two."}]}},
     )
     text = "\n".join(render_claude_code_lines(rows))
-    assert "SUMMARY: Refactor the parser" in text
+    assert "SUMMARY (of another session, not this conversation): Refactor the parser" in text
     assert "[line 3: not JSON, skipped]" in text
     assert "COMPACTION SUMMARY (earlier conversation): Earlier: we did X" in text
     assert "conversation compacted (auto, 9 tokens before)" in text
@@ -431,7 +431,8 @@ def test_render_kinds() -> None:
     assert len(thinking) < 400  # shown briefly
     assert 'TOOL CALL Bash [t1]: {"command": "pytest"}' in text
     assert "TOOL ERROR Bash [t1]: row 0" in text
-    assert "row 99" not in text and "more lines omitted" in text
+    assert "row 14\n" in text and "row 15\n" not in text and "row 74\n" not in text
+    assert "[... 60 lines omitted ...]\n    row 75" in text and text.count("row 99") == 1
     assert "[subagent ab1] ASSISTANT: subagent done" in text
     # The last main-thread message, its text blocks joined; the sidechain is not the answer.
     assert last_assistant_text(rows) == "Part one.\nPart two."

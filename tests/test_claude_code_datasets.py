@@ -121,8 +121,12 @@ def test_stop_on_real_transcript(tmp_path: Path, name: str) -> None:
     user_lines = [line for line in rendered.splitlines() if expected["user_line"] in line]
     assert user_lines and "USER" in user_lines[0].split(":", 1)[0]
     assert not any(line.startswith("{") for line in rendered.splitlines()), "raw JSON leaked"
-    # The private rendered transcript is removed when the adapter is done.
-    assert not Path(ctx["execution_summary"]).exists()
+    # The rendered transcript is kept, owner-only, in the render cache beside the state file,
+    # so the next Stop of this session renders only what Claude Code appended.
+    summary = Path(ctx["execution_summary"])
+    assert summary.parent == tmp_path / "render-cache"
+    assert summary.stat().st_mode & 0o777 == 0o600
+    assert summary.read_text(encoding="utf-8") == rendered
 
 
 @pytest.mark.parametrize("name", STOP_INPUTS)

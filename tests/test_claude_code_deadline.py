@@ -58,10 +58,10 @@ def setup(
 
 def payload(tmp_path: Path, event: str) -> str:
     transcript = tmp_path / "session.jsonl"
-    transcript.write_text(
-        json.dumps({"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "hi"}}) + "\n",
-        encoding="utf-8",
-    )
+    # The last line is still being written (no newline yet): judge renders such a
+    # transcript into a private temporary file, which must not outlive the call.
+    line = {"type": "user", "sessionId": "s1", "message": {"role": "user", "content": "hi"}}
+    transcript.write_text(json.dumps(line), encoding="utf-8")
     data: dict[str, Any] = {
         "session_id": "s1",
         "transcript_path": str(transcript),

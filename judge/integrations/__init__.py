@@ -10,7 +10,28 @@ and is imported lazily by the CLI.
 
 from __future__ import annotations
 
-from judge.integrations.dispatcher import HookContext, blocked_result, wrap_dispatcher
-from judge.integrations.stop_gate import StopGate, StopVerdict, render_messages
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judge.integrations.dispatcher import HookContext, blocked_result, wrap_dispatcher
+    from judge.integrations.stop_gate import StopGate, StopVerdict, render_messages
 
 __all__ = ["HookContext", "StopGate", "StopVerdict", "blocked_result", "render_messages", "wrap_dispatcher"]
+
+# Imported on first use: ``judge claude-code`` runs once per tool call and needs none of them.
+_LAZY = {
+    "HookContext": "judge.integrations.dispatcher",
+    "blocked_result": "judge.integrations.dispatcher",
+    "wrap_dispatcher": "judge.integrations.dispatcher",
+    "StopGate": "judge.integrations.stop_gate",
+    "StopVerdict": "judge.integrations.stop_gate",
+    "render_messages": "judge.integrations.stop_gate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -42,14 +42,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.config import STOP_EVENTS, Config, Hook, load_config
+from judge.config import STOP_EVENTS, Config, Hook, HookSet, load_config
 from judge.decision import Decision, PromptJudge
 from judge.errors import ConfigError, ContextError
 from judge.integrations.claude_code_context import (
     SubagentOutputMissing,
     build_context,
     probe_context,
-    rendered_transcript,
     session_key,
     transcript_source,
 )
@@ -64,6 +63,7 @@ from judge.integrations.claude_code_protocol import (
     RewriteMode,
     parse_input,
 )
+from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
 
 __all__ = ["ClaudeCodeInput", "build_context", "handle", "main", "parse_input"]
 
@@ -153,15 +153,20 @@ async def handle(
         await asyncio.to_thread(store.reset, count_key(event, key))
     audit = AuditLog(data_dir) if data_dir is not None else None
     gate = Gate(engine, store=store, audit=audit)
-    with rendered_transcript(transcript_source(hook_input)) as (transcript, last_text):
+    cache_dir = state_path.parent / "render-cache" if state_path is not None else None
+    active = hook_input.stop_hook_active
+    try:
         try:
-            context = build_context(hook_input, transcript, last_text)
-        except SubagentOutputMissing as exc:
+            with rendered_transcript(transcript_source(hook_input), cache_dir) as (transcript, last_text):
+                context = build_context(hook_input, transcript, last_text)
+                decision = await gate.decide(event, context, session_id=key, stop_hook_active=active)
+        except RenderError as exc:
             _warn(str(exc))
-            return fail_mode_output(hook_input, hooks, str(exc), rewrite)
-        decision = await gate.decide(
-            event, context, session_id=key, stop_hook_active=hook_input.stop_hook_active
-        )
+            context = build_context(hook_input, None, None)
+            decision = await gate.decide(event, context, session_id=key, stop_hook_active=active)
+    except SubagentOutputMissing as exc:
+        _warn(str(exc))
+        return fail_mode_output(hook_input, hooks, str(exc), rewrite)
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
@@ -261,11 +266,24 @@ def rewrite_mode(value: str | None) -> RewriteMode:
     raise ConfigError([f"rewrite mode {raw!r} is not one of {', '.join(REWRITE_MODES)}"])
 
 
+def _write_config_index(state_path: Path, config_path: str, config: Config) -> None:
+    """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
+    from judge.config import EVENTS
+    from judge.integrations.claude_code_fast import write_index
+
+    def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
+        return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
+
+    agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
+    write_index(str(state_path), config_path, matchers(config.hooks), agents)
+
+
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
     started, age = time.monotonic(), process_age()
     try:
-        hook_input = parse_input(_read_stdin())
+        stdin_text = getattr(args, "stdin_text", None)
+        hook_input = parse_input(stdin_text if stdin_text is not None else _read_stdin())
     except InputError as exc:
         _warn(f"{exc}; not blocking")
         return 0
@@ -293,6 +311,7 @@ def main(args: argparse.Namespace) -> int:
         return 0
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
+    _write_config_index(state_path, config_path, config)
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
     timeout = getattr(args, "timeout", None)

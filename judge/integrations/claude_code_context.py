@@ -1,7 +1,7 @@
 """Claude Code's hook input → the SPEC §2 context, and the transcript it points at.
 
-* :func:`rendered_transcript` renders the JSONL session log into a private temporary text
-  file (removed on exit, also when the evaluation is cancelled by a deadline or a signal).
+* The JSONL session log is rendered by
+  :func:`judge.integrations.claude_code_render_cache.rendered_transcript`.
 * :func:`build_context` maps the input fields; ``PostToolUseFailure`` becomes a PostToolUse
   context with ``tool_succeeded: false`` and the error as the result.
 * A SubagentStop of Claude Code before 2.0.42 carries neither ``last_assistant_message``
@@ -13,63 +13,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS
 from judge.integrations.claude_code_protocol import ClaudeCodeInput
-from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
-
-TEMP_PREFIX = "judge-claude-code-"
 
 
 class SubagentOutputMissing(Exception):
     """A SubagentStop whose subagent output cannot be found anywhere."""
-
-
-def _warn(message: str) -> None:
-    print(f"judge claude-code: {message}", file=sys.stderr)
-
-
-@contextlib.contextmanager
-def rendered_transcript(jsonl: Path | None) -> Iterator[tuple[Path | None, str | None]]:
-    """Render ``jsonl`` streaming into a private temp file; yield (path, last assistant text).
-
-    The file is removed on exit. Yields ``(None, None)`` when there is no readable transcript.
-    """
-    if jsonl is None or not jsonl.is_file():
-        yield None, None
-        return
-    fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".txt")
-    path = Path(name)
-    try:
-        renderer = ClaudeCodeRenderer()
-        readable = True
-        try:
-            with (
-                os.fdopen(fd, "w", encoding="utf-8") as out,
-                jsonl.open("r", encoding="utf-8", errors="replace") as src,
-            ):
-                for raw in src:
-                    for line in renderer.feed(raw):
-                        out.write(line)
-                        out.write("\n")
-        except OSError as exc:
-            _warn(f"cannot read transcript {jsonl}: {exc}")
-            readable = False
-        if readable:
-            yield path, renderer.last_assistant_text
-        else:
-            yield None, None
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
 
 
 def _text_of(content: Any) -> str:

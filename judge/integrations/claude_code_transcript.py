@@ -9,8 +9,16 @@ subagent), plus bookkeeping (``file-history-snapshot``, ``queue-operation``).
 :func:`render_claude_code_lines` turns that stream into plain text lines a judge can read
 (and number): who said what, which tools ran with which input, what they returned. It is a
 generator over the input lines, so a transcript of any size is rendered in constant memory.
-Bookkeeping and progress noise are dropped; thinking is shown briefly; long tool output is
-cut with a note saying how much was left out.
+Bookkeeping and progress noise are dropped; thinking is shown briefly; long tool output keeps
+its head and its tail (where a failing build or test run says what went wrong) with a note
+saying how much was cut between them. ``attachment`` lines, where current Claude Code stores
+hook feedback (a hook's blocking error, its additional context) and queued user input, are
+shown; ``summary`` lines before the conversation's first message (Claude Code puts
+summaries of other sessions at the top of a resumed one) are labelled as such.
+
+The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state` /
+:meth:`ClaudeCodeRenderer.from_state`), so a later Stop can go on from where an earlier one
+stopped reading (see :mod:`judge.integrations.claude_code_render_cache`).
 """
 
 from __future__ import annotations
@@ -21,8 +29,12 @@ from typing import Any
 
 #: Longest rendered line; longer ones are cut with a note.
 MAX_LINE_CHARS = 2000
-#: Lines kept of one tool result (the rest is summarised in a note).
-MAX_TOOL_RESULT_LINES = 40
+#: Lines kept from the start of one tool result.
+TOOL_RESULT_HEAD_LINES = 15
+#: Lines kept from the end of one tool result (errors of builds and test runs are there).
+TOOL_RESULT_TAIL_LINES = 25
+#: Tool calls whose names are remembered to label their results (the most recent ones).
+MAX_REMEMBERED_TOOL_CALLS = 1000
 #: Characters kept of a tool call's input JSON.
 MAX_TOOL_INPUT_CHARS = 800
 #: Characters kept of a thinking block (shown briefly, on one line).
@@ -31,6 +43,23 @@ MAX_THINKING_CHARS = 240
 MAX_SUBAGENT_CHARS = 400
 
 _SKIPPED_TYPES = frozenset({"file-history-snapshot", "queue-operation"})
+#: Attachment kinds that carry nothing a judge needs (listings, snapshots, reminders).
+_NOISE_ATTACHMENTS = frozenset(
+    {
+        "skill_listing",
+        "prompt_snapshot",
+        "file_snapshot",
+        "dynamic_skill",
+        "invoked_skills",
+        "todo_reminder",
+        "critical_system_reminder",
+        "deferred_tools_delta",
+        "hook_success",
+        "hook_cancelled",
+        "plan_mode",
+        "plan_mode_reentry",
+    }
+)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -65,15 +94,26 @@ def _block_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False)
 
 
-def _labelled(label: str, text: str, max_lines: int | None = None) -> Iterator[str]:
-    """``label: first line`` then the remaining lines indented, each cut to MAX_LINE_CHARS."""
+def _labelled(label: str, text: str, head: int | None = None, tail: int = 0) -> Iterator[str]:
+    """``label: first line`` then the remaining lines indented, each cut to MAX_LINE_CHARS.
+
+    With ``head``, a text longer than ``head + tail`` lines keeps its first ``head`` and
+    last ``tail`` lines, with a note of how many were cut between them.
+    """
     lines = text.rstrip("\n").split("\n") if text.strip() else [""]
-    shown = lines if max_lines is None else lines[:max_lines]
-    yield _clip(f"{label}: {shown[0]}", MAX_LINE_CHARS)
-    for line in shown[1:]:
+    last: list[str] = []
+    cut = 0
+    if head is not None and len(lines) > head + tail:
+        cut = len(lines) - head - tail
+        last = lines[len(lines) - tail :] if tail else []
+        lines = lines[:head]
+    yield _clip(f"{label}: {lines[0]}", MAX_LINE_CHARS)
+    for line in lines[1:]:
         yield _clip(f"    {line}", MAX_LINE_CHARS)
-    if max_lines is not None and len(lines) > max_lines:
-        yield f"    [... {len(lines) - max_lines} more lines omitted]"
+    if cut:
+        yield f"    [... {cut} lines omitted ...]"
+    for line in last:
+        yield _clip(f"    {line}", MAX_LINE_CHARS)
 
 
 class ClaudeCodeRenderer:
@@ -88,6 +128,38 @@ class ClaudeCodeRenderer:
         self._last_main: tuple[str | None, str] = (None, "")
         self._last_any: tuple[str | None, str] = (None, "")
         self._header_done = False
+        self._conversation_started = False
+
+    def state(self) -> dict[str, Any]:
+        """Everything the renderer remembers, as JSON-able data (see :meth:`from_state`)."""
+        return {
+            "tool_names": self.tool_names,
+            "line_number": self.line_number,
+            "last_main": list(self._last_main),
+            "last_any": list(self._last_any),
+            "header_done": self._header_done,
+            "conversation_started": self._conversation_started,
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ClaudeCodeRenderer:
+        """A renderer that goes on where the one whose :meth:`state` this is stopped.
+
+        Raises ``ValueError`` when ``state`` is not such a state.
+        """
+        try:
+            renderer = cls()
+            renderer.tool_names = {str(k): str(v) for k, v in dict(state["tool_names"]).items()}
+            renderer.line_number = int(state["line_number"])
+            main_id, main_text = state["last_main"]
+            any_id, any_text = state["last_any"]
+            renderer._last_main = (None if main_id is None else str(main_id), str(main_text))
+            renderer._last_any = (None if any_id is None else str(any_id), str(any_text))
+            renderer._header_done = bool(state["header_done"])
+            renderer._conversation_started = bool(state["conversation_started"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a renderer state: {exc}") from None
+        return renderer
 
     @property
     def last_assistant_text(self) -> str | None:
@@ -114,7 +186,17 @@ class ClaudeCodeRenderer:
             cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
             out.append(f"=== Claude Code session {obj['sessionId']}{version}{cwd} ===")
         out.extend(self._render(obj))
+        if obj.get("type") in ("user", "assistant"):
+            self._conversation_started = True
         return out
+
+    def _remember_tool(self, tool_id: str, name: str) -> None:
+        """Name tool results by their call; only the most recent calls are remembered, so
+        the state stays small however long the session (a result follows its call)."""
+        self.tool_names.pop(tool_id, None)
+        self.tool_names[tool_id] = name
+        while len(self.tool_names) > MAX_REMEMBERED_TOOL_CALLS:
+            del self.tool_names[next(iter(self.tool_names))]
 
     # -- line kinds -------------------------------------------------------------------
 
@@ -131,12 +213,55 @@ class ClaudeCodeRenderer:
         if kind == "assistant":
             return self._assistant(obj, prefix)
         if kind == "summary":
-            summary = obj.get("summary")
-            return [_clip(f"SUMMARY: {summary}", MAX_LINE_CHARS)] if summary else []
+            return self._summary(obj)
+        if kind == "attachment":
+            return self._attachment(obj, prefix)
         if kind == "system":
             return self._system(obj, prefix)
         if kind == "progress":
             return self._progress(obj)
+        return []
+
+    def _summary(self, obj: dict[str, Any]) -> list[str]:
+        """Summaries before the conversation's first message name other sessions (Claude
+        Code puts them at the top of a resumed session); later ones summarise this one."""
+        summary = obj.get("summary")
+        if not summary:
+            return []
+        if not self._conversation_started:
+            return [_clip(f"SUMMARY (of another session, not this conversation): {summary}", MAX_LINE_CHARS)]
+        return [_clip(f"SUMMARY: {summary}", MAX_LINE_CHARS)]
+
+    def _attachment(self, obj: dict[str, Any], prefix: str) -> list[str]:
+        """Hook feedback, hook context and queued user input; listings and snapshots are noise."""
+        att = obj.get("attachment")
+        if not isinstance(att, dict):
+            return []
+        kind = att.get("type")
+        if not isinstance(kind, str) or kind in _NOISE_ATTACHMENTS:
+            return []
+        event = att.get("hookEvent") or ""
+        name = att.get("hookName") or ""
+        hook = " ".join(str(x) for x in dict.fromkeys((event, name)) if x) or "hook"
+        if kind == "hook_blocking_error":
+            error = att.get("blockingError")
+            if isinstance(error, dict):
+                error = error.get("blockingError")
+            return list(_labelled(f"{prefix}HOOK BLOCKED ({hook})", _block_text(error)))
+        if kind == "hook_additional_context":
+            return list(_labelled(f"{prefix}HOOK CONTEXT ({hook})", _block_text(att.get("content"))))
+        if kind.startswith("hook_"):
+            detail = att.get("content") or att.get("stderr") or att.get("error") or ""
+            label = f"{prefix}HOOK {kind[5:].replace('_', ' ').upper()} ({hook})"
+            return list(_labelled(label, _block_text(detail)))
+        if kind == "queued_command":
+            text = att.get("prompt") or att.get("content") or att.get("text")
+            return list(_labelled(f"{prefix}USER (queued while working)", _block_text(text)))
+        text = att.get("content") or att.get("text") or att.get("prompt")
+        if isinstance(text, (str, list)) and _block_text(text).strip():
+            return [
+                _clip(f"{prefix}ATTACHMENT ({kind}): {_one_line(_block_text(text), 400)}", MAX_LINE_CHARS)
+            ]
         return []
 
     def _user(self, obj: dict[str, Any], prefix: str) -> list[str]:
@@ -161,7 +286,8 @@ class ClaudeCodeRenderer:
                 name = self.tool_names.get(tool_id, "tool")
                 status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
                 text = _block_text(block.get("content"))
-                out.extend(_labelled(f"{prefix}{status} {name} [{tool_id}]", text, MAX_TOOL_RESULT_LINES))
+                label_ = f"{prefix}{status} {name} [{tool_id}]"
+                out.extend(_labelled(label_, text, TOOL_RESULT_HEAD_LINES, TOOL_RESULT_TAIL_LINES))
             elif btype == "text":
                 out.extend(_labelled(label, str(block.get("text") or "")))
             elif btype:
@@ -195,7 +321,7 @@ class ClaudeCodeRenderer:
             elif btype in ("tool_use", "server_tool_use"):
                 tool_id = str(block.get("id") or "")
                 name = str(block.get("name") or "tool")
-                self.tool_names[tool_id] = name
+                self._remember_tool(tool_id, name)
                 args = json.dumps(block.get("input"), ensure_ascii=False)
                 out.append(f"{prefix}TOOL CALL {name} [{tool_id}]: {_one_line(args, MAX_TOOL_INPUT_CHARS)}")
             elif btype:
@@ -271,7 +397,7 @@ class ClaudeCodeRenderer:
             btype = block.get("type")
             if btype == "tool_use":
                 name = str(block.get("name") or "tool")
-                self.tool_names[str(block.get("id") or "")] = name
+                self._remember_tool(str(block.get("id") or ""), name)
                 args = json.dumps(block.get("input"), ensure_ascii=False)
                 out.append(f"{prefix}TOOL CALL {name}: {_one_line(args, MAX_SUBAGENT_CHARS)}")
             elif btype == "tool_result":

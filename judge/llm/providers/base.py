@@ -190,6 +190,15 @@ def http_transport(env: Mapping[str, str] | None = None) -> str:
     return "aiohttp"
 
 
+def tls_verify(base_url: str | None) -> ssl.SSLContext | bool:
+    """The ``verify`` setting for a client of ``base_url``: the shared TLS context, or
+    ``False`` for a plain ``http://`` URL (a local server: no TLS, so no certificates to
+    load — loading them costs tens of milliseconds per process)."""
+    if base_url is not None and base_url.strip().lower().startswith("http://"):
+        return False
+    return shared_ssl_context()
+
+
 def sdk_client(sdk: Any, client_class: Any, api_key: str, base_url: str | None) -> Any:
     """An async SDK client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
     http_client_class = sdk.DefaultAsyncHttpxClient
@@ -199,7 +208,7 @@ def sdk_client(sdk: Any, client_class: Any, api_key: str, base_url: str | None) 
         api_key=api_key,
         base_url=base_url,
         max_retries=0,
-        http_client=http_client_class(verify=shared_ssl_context()),
+        http_client=http_client_class(verify=tls_verify(base_url)),
     )
 
 

@@ -1,0 +1,187 @@
+"""The fast path of ``judge claude-code``: a tool call no hook matches costs almost nothing.
+
+Claude Code starts a new ``judge claude-code`` process for every hook event it is
+registered for — with a ``PreToolUse``/``PostToolUse`` entry, on every tool call. Most of
+those calls match none of the configuration's hooks. Loading and validating the
+configuration (pydantic models, YAML, templates) and importing the engine costs far more
+than the answer ("nothing to do"), so the adapter keeps a small **config index** next to
+its state file: for each event, the matchers of the hooks that could run, written after the
+configuration was loaded and validated in full. While the configuration file is unchanged
+(same real path, device, inode, size and modification time, same judge version), this
+module answers from the index with the standard library alone:
+
+* an event the index has no hook for (agent level, or the custom agent named by the
+  input's ``agent_type``) → nothing to do;
+* a tool event none of whose matchers selects the tool → nothing to do.
+
+Anything else — a matching hook, a matcher whose meaning could differ between Python's
+``re`` and the ``regex`` engine the full path uses, an unknown event, a missing or stale
+index, unusual flags — goes to the full adapter, which receives the hook input already
+read here. The fast path never blocks and never allows anything the full path would judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+from typing import Any
+
+from judge import __version__
+
+#: Largest hook input read from stdin (the full adapter enforces the same limit).
+MAX_STDIN_BYTES = 64 * 1024 * 1024
+INDEX_FORMAT = 1
+#: Events the index may answer for (the full adapter handles every other one).
+FAST_EVENTS = frozenset({"Stop", "SubagentStop", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+#: Claude Code events judged with another event's hooks (a failed tool call is a PostToolUse).
+EVENT_HOOKS = {"PostToolUseFailure": "PostToolUse"}
+#: Matchers made only of these characters mean the same in ``re`` and ``regex``.
+_SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|.*+?()\-: ]*")
+_VALUE_FLAGS = ("--config", "--state", "--data-dir", "--timeout", "--rewrite")
+
+
+def default_state_path() -> str:
+    """``$JUDGE_STATE``, else ``$XDG_DATA_HOME/judge/state.sqlite`` (``~/.local/share``)."""
+    env = os.environ.get("JUDGE_STATE")
+    if env:
+        return os.path.expanduser(env)
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "judge", "state.sqlite")
+
+
+def _config_identity(config_path: str) -> list[Any]:
+    real = os.path.realpath(config_path)
+    st = os.stat(real)
+    return [real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, __version__]
+
+
+def index_path(state_path: str, config_path: str) -> str:
+    """Where the index of ``config_path`` is kept (beside the state file)."""
+    key = hashlib.sha256(os.path.realpath(config_path).encode()).hexdigest()[:32]
+    return os.path.join(os.path.dirname(state_path) or ".", "config-index", f"{key}.json")
+
+
+def write_index(
+    state_path: str,
+    config_path: str,
+    hooks: dict[str, list[str | None]],
+    agents: dict[str, dict[str, list[str | None]]],
+) -> None:
+    """Record, for a configuration that loaded and validated, each event's matchers.
+
+    ``hooks`` maps an event to the matchers of its agent-level hooks (``None`` for hooks
+    without one); ``agents`` the same per custom agent. Failures are ignored: the index is
+    only a shortcut.
+    """
+    try:
+        path = index_path(state_path, config_path)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        data = {
+            "format": INDEX_FORMAT,
+            "identity": _config_identity(config_path),
+            "hooks": hooks,
+            "agents": agents,
+        }
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        return
+
+
+def _read_index(state_path: str, config_path: str) -> dict[str, Any] | None:
+    try:
+        with open(index_path(state_path, config_path), encoding="utf-8") as src:
+            data = json.load(src)
+        if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT:
+            return None
+        if data.get("identity") != _config_identity(config_path):
+            return None
+    except (OSError, ValueError):
+        return None
+    return data
+
+
+def _parse_flags(argv: list[str]) -> dict[str, str] | None:
+    """The values of ``--config/--state/--data-dir/--timeout``; None for anything else."""
+    flags: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        name, eq, value = arg.partition("=")
+        if name not in _VALUE_FLAGS:
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            i += 1
+            value = argv[i]
+        flags[name] = value
+        i += 1
+    return flags
+
+
+def _nothing_to_do(index: dict[str, Any], hook_input: dict[str, Any]) -> bool:
+    event = hook_input.get("hook_event_name")
+    if not isinstance(event, str) or event not in FAST_EVENTS:
+        return False
+    hooks, agents = index.get("hooks"), index.get("agents")
+    if not isinstance(hooks, dict) or not isinstance(agents, dict):
+        return False
+    config_event = EVENT_HOOKS.get(event, event)
+    matchers = list(hooks.get(config_event) or [])
+    agent = hook_input.get("agent_type")
+    if isinstance(agent, str) and isinstance(agents.get(agent), dict):
+        matchers += list(agents[agent].get(config_event) or [])
+    if not matchers:
+        return True
+    if event not in TOOL_EVENTS:
+        return False
+    tool = hook_input.get("tool_name")
+    if not isinstance(tool, str):
+        return False
+    for matcher in matchers:
+        if not matcher:
+            continue  # an empty matcher selects nothing
+        if matcher == "*" or not isinstance(matcher, str) or not _SIMPLE_MATCHER.fullmatch(matcher):
+            return False
+        try:
+            if re.fullmatch(matcher, tool):
+                return False
+        except re.error:
+            return False
+    return True
+
+
+def try_fast(argv: list[str]) -> tuple[int | None, str | None]:
+    """Answer ``judge claude-code ARGV`` from the index when nothing is to be done.
+
+    Returns ``(0, None)`` when answered (nothing printed: Claude Code goes on), else
+    ``(None, stdin_text)`` — the full adapter must run, with the hook input already read
+    (``None`` when stdin was not read).
+    """
+    flags = _parse_flags(argv)
+    config = (flags or {}).get("--config") or os.environ.get("JUDGE_CONFIG")
+    if flags is None or not config or sys.stdin is None or sys.stdin.isatty():
+        return None, None
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    text = data.decode("utf-8", errors="replace")
+    if len(data) > MAX_STDIN_BYTES:
+        return None, text
+    state = flags.get("--state")
+    index = _read_index(os.path.expanduser(state) if state else default_state_path(), config)
+    if index is None:
+        return None, text
+    try:
+        hook_input = json.loads(text)
+    except ValueError:
+        return None, text
+    if isinstance(hook_input, dict) and _nothing_to_do(index, hook_input):
+        return 0, None
+    return None, text

@@ -1,0 +1,238 @@
+"""Incremental rendering of Claude Code transcripts: a later Stop renders only what was appended.
+
+Claude Code's session transcript only grows (one JSON object per line, appended), and every
+Stop of a long session would otherwise re-render all of it before the first request to the
+judge. This module keeps, per transcript, the rendered text so far and where rendering
+stopped, in a private cache folder (``render-cache`` beside the adapter's state file, 0700,
+files 0600):
+
+* ``KEY.txt`` — the rendered text (append-only while the transcript only grows);
+* ``KEY.json`` — the transcript's identity (real path, device, inode), the byte offset
+  rendered so far, a digest of the bytes just before it, the size of ``KEY.txt`` that goes
+  with it, and the renderer's state (:meth:`ClaudeCodeRenderer.state`).
+
+``KEY`` is a digest of the transcript's real path, device and inode. A cache entry is used
+only when the transcript is still the same file and the bytes before the offset are
+unchanged; otherwise (rewritten, truncated, replaced) it is rendered again from the start.
+Updates happen under an exclusive ``flock`` on ``KEY.lock``; the text is written before the
+metadata, and a ``KEY.txt`` longer than its metadata says (a crash mid-update) is cut back.
+
+Only complete lines (ending with a newline) are cached. A transcript whose last line has no
+newline yet is rendered whole into a private temporary file instead, as without a cache.
+Entries not used for :data:`MAX_AGE_SECONDS` and the oldest beyond :data:`MAX_ENTRIES` are
+removed. The cache holds a readable copy of transcripts that already sit in the user's
+Claude Code folder, with the same owner-only permissions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+
+#: Cache entries kept at most (the least recently used beyond this are removed).
+MAX_ENTRIES = 32
+#: Cache entries unused for this long are removed.
+MAX_AGE_SECONDS = 14 * 24 * 3600
+#: Bytes before the offset whose digest proves the transcript was only appended to.
+_TAIL_CHECK_BYTES = 4096
+_FORMAT = 1
+_READ_CHUNK = 1 << 20
+
+
+class RenderError(OSError):
+    """The transcript could not be read."""
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _render_whole(src: Path, out_fd: int) -> str | None:
+    """Render all of ``src`` into ``out_fd``; return the last assistant text."""
+    renderer = ClaudeCodeRenderer()
+    with (
+        os.fdopen(out_fd, "w", encoding="utf-8") as out,
+        src.open("r", encoding="utf-8", errors="replace") as lines,
+    ):
+        for raw in lines:
+            for line in renderer.feed(raw):
+                out.write(line)
+                out.write("\n")
+    return renderer.last_assistant_text
+
+
+@contextlib.contextmanager
+def _temporary_render(src: Path) -> Iterator[tuple[Path, str | None]]:
+    fd, name = tempfile.mkstemp(prefix="judge-claude-code-", suffix=".txt")
+    path = Path(name)
+    try:
+        try:
+            last = _render_whole(src, fd)
+        except OSError as exc:
+            raise RenderError(f"cannot read transcript {src}: {exc}") from exc
+        yield path, last
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+class _Entry:
+    """One transcript's cache files."""
+
+    def __init__(self, cache_dir: Path, key: str) -> None:
+        self.text = cache_dir / f"{key}.txt"
+        self.meta = cache_dir / f"{key}.json"
+        self.lock = cache_dir / f"{key}.lock"
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and data.get("format") == _FORMAT else None
+
+    def save(self, meta: dict[str, Any]) -> None:
+        tmp = self.meta.with_suffix(".json.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(meta, out)
+        os.replace(tmp, self.meta)
+
+
+def _usable(meta: dict[str, Any] | None, identity: list[Any], src_fd: int, size: int) -> bool:
+    """True when ``meta`` describes a prefix of the transcript open on ``src_fd``."""
+    if meta is None or meta.get("identity") != identity:
+        return False
+    offset = meta.get("offset")
+    if not isinstance(offset, int) or not 0 <= offset <= size:
+        return False
+    start = max(0, offset - _TAIL_CHECK_BYTES)
+    return _digest(os.pread(src_fd, offset - start, start)) == meta.get("tail_digest")
+
+
+def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, bool]:
+    """Bring ``entry`` up to date with ``src``; return (last assistant text, complete).
+
+    ``complete`` is False when the transcript ends with a line that has no newline yet.
+    """
+    with open(src, "rb") as handle:
+        src_fd = handle.fileno()
+        size = os.fstat(src_fd).st_size
+        meta = entry.load()
+        text_fd = os.open(entry.text, os.O_RDWR | os.O_CREAT, 0o600)
+        with os.fdopen(text_fd, "r+b") as text:
+            if _usable(meta, identity, src_fd, size) and meta is not None:
+                try:
+                    renderer = ClaudeCodeRenderer.from_state(meta["renderer"])
+                    offset = int(meta["offset"])
+                    text_size = int(meta["text_size"])
+                except (KeyError, TypeError, ValueError):
+                    renderer, offset, text_size = ClaudeCodeRenderer(), 0, 0
+            else:
+                renderer, offset, text_size = ClaudeCodeRenderer(), 0, 0
+            if os.fstat(text_fd).st_size < text_size:
+                renderer, offset, text_size = ClaudeCodeRenderer(), 0, 0
+            text.truncate(text_size)  # drops what a crashed update left beyond the metadata
+            text.seek(text_size)
+            handle.seek(offset)
+            pending = b""
+            while chunk := handle.read(_READ_CHUNK):
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                rendered: list[str] = []
+                for raw in lines:
+                    offset += len(raw) + 1
+                    rendered.extend(renderer.feed(raw.decode("utf-8", errors="replace")))
+                if rendered:
+                    text.write(("\n".join(rendered) + "\n").encode("utf-8"))
+            text.flush()
+            text_size = text.tell()
+        start = max(0, offset - _TAIL_CHECK_BYTES)
+        entry.save(
+            {
+                "format": _FORMAT,
+                "identity": identity,
+                "offset": offset,
+                "tail_digest": _digest(os.pread(src_fd, offset - start, start)),
+                "text_size": text_size,
+                "renderer": renderer.state(),
+            }
+        )
+    return renderer.last_assistant_text, not pending
+
+
+def _prune(cache_dir: Path, keep: str) -> None:
+    """Remove entries unused for MAX_AGE_SECONDS and the oldest beyond MAX_ENTRIES."""
+    now = time.time()
+    metas: list[tuple[float, Path]] = []
+    with contextlib.suppress(OSError):
+        for path in cache_dir.glob("*.json"):
+            with contextlib.suppress(OSError):
+                metas.append((path.stat().st_mtime, path))
+    metas.sort(reverse=True)
+    for index, (mtime, meta) in enumerate(metas):
+        key = meta.stem
+        if key == keep or (index < MAX_ENTRIES and now - mtime < MAX_AGE_SECONDS):
+            continue
+        for suffix in (".txt", ".json", ".lock"):
+            with contextlib.suppress(OSError):
+                (cache_dir / f"{key}{suffix}").unlink()
+
+
+@contextlib.contextmanager
+def rendered_transcript(
+    jsonl: Path | None, cache_dir: Path | None = None
+) -> Iterator[tuple[Path | None, str | None]]:
+    """Yield (readable transcript path, last assistant text) for Claude Code's ``jsonl``.
+
+    With ``cache_dir``, rendering resumes where the last call for the same transcript
+    stopped (see the module docstring); without, the transcript is rendered into a private
+    temporary file that is removed on exit. Yields ``(None, None)`` when there is no
+    transcript; raises :class:`RenderError` when it cannot be read.
+    """
+    if jsonl is None or not jsonl.is_file():
+        yield None, None
+        return
+    if cache_dir is None:
+        with _temporary_render(jsonl) as rendered:
+            yield rendered
+        return
+    try:
+        real = jsonl.resolve()
+        st = real.stat()
+        identity: list[Any] = [str(real), st.st_dev, st.st_ino]
+        key = _digest(json.dumps(identity).encode())[:32]
+        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        entry = _Entry(cache_dir, key)
+        lock_fd = os.open(entry.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        # No usable cache folder: render without one.
+        with _temporary_render(jsonl) as rendered:
+            yield rendered
+        return
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        try:
+            last, complete = _update(entry, real, identity)
+        except OSError as exc:
+            raise RenderError(f"cannot read transcript {jsonl}: {exc}") from exc
+        fcntl.flock(lock_fd, fcntl.LOCK_UN)
+        _prune(cache_dir, key)
+    finally:
+        os.close(lock_fd)
+    if not complete:
+        # The last line is still being written: render the whole file privately instead.
+        with _temporary_render(jsonl) as rendered:
+            yield rendered
+        return
+    yield entry.text, last

@@ -1,0 +1,150 @@
+"""Incremental rendering of Claude Code transcripts (a later Stop renders only what was appended)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from judge.integrations import claude_code_render_cache as cache
+from judge.integrations.claude_code_render_cache import rendered_transcript
+from judge.integrations.claude_code_transcript import ClaudeCodeRenderer, render_claude_code_lines
+
+
+def line(i: int) -> str:
+    if i % 2:
+        msg = {"id": f"m{i}", "content": [{"type": "text", "text": f"answer {i}"}]}
+        return json.dumps({"type": "assistant", "uuid": f"a{i}", "message": msg})
+    return json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "s", "message": {"content": f"ask {i}"}})
+
+
+def write(path: Path, lines: list[str], mode: str = "w") -> None:
+    with path.open(mode, encoding="utf-8") as out:
+        out.write("".join(f"{x}\n" for x in lines))
+
+
+def one_pass(path: Path) -> str:
+    return "".join(f"{x}\n" for x in render_claude_code_lines(path.read_text().splitlines(keepends=True)))
+
+
+class FeedCounter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        original = ClaudeCodeRenderer.feed
+
+        def counting(renderer: ClaudeCodeRenderer, raw: str) -> list[str]:
+            self.calls += 1
+            return original(renderer, raw)
+
+        monkeypatch.setattr(ClaudeCodeRenderer, "feed", counting)
+
+
+def render_text(src: Path, cache_dir: Path | None) -> tuple[str, str | None, Path | None]:
+    with rendered_transcript(src, cache_dir) as (path, last):
+        assert path is not None
+        return path.read_text(), last, path
+
+
+def test_a_later_call_renders_only_the_appended_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, cache_dir = tmp_path / "s.jsonl", tmp_path / "cache"
+    write(src, [line(i) for i in range(100)])
+    counter = FeedCounter(monkeypatch)
+    text, last, path = render_text(src, cache_dir)
+    assert counter.calls == 100
+    assert text == one_pass(src) and last == "answer 99"
+    write(src, [line(i) for i in range(100, 104)], mode="a")
+    counter.calls = 0
+    text, last, path2 = render_text(src, cache_dir)
+    assert counter.calls == 4  # only the four new lines were rendered
+    assert text == one_pass(src) and last == "answer 103" and path2 == path
+    assert path.exists()  # the cache persists between calls; it is private
+    assert (cache_dir.stat().st_mode & 0o777) == 0o700 and (path.stat().st_mode & 0o777) == 0o600
+
+
+@pytest.mark.parametrize("change", ["rewritten", "truncated", "replaced"])
+def test_a_transcript_that_was_not_only_appended_to_is_rendered_again(tmp_path: Path, change: str) -> None:
+    src, cache_dir = tmp_path / "s.jsonl", tmp_path / "cache"
+    write(src, [line(i) for i in range(20)])
+    render_text(src, cache_dir)
+    if change == "rewritten":  # same length, other content, same inode
+        data = src.read_bytes().replace(b"ask 0", b"ASK 0")
+        with src.open("r+b") as out:
+            out.write(data)
+    elif change == "truncated":
+        write(src, [line(i) for i in range(5)])
+    else:
+        other = tmp_path / "new.jsonl"
+        write(other, [line(i) for i in range(30, 33)])
+        os.replace(other, src)
+    text, _, _ = render_text(src, cache_dir)
+    assert text == one_pass(src)
+
+
+def test_text_left_by_a_crashed_update_is_cut_back(tmp_path: Path) -> None:
+    src, cache_dir = tmp_path / "s.jsonl", tmp_path / "cache"
+    write(src, [line(i) for i in range(10)])
+    _, _, path = render_text(src, cache_dir)
+    assert path is not None
+    with path.open("a") as out:  # what an update killed before saving its metadata leaves
+        out.write("HALF-WRITTEN GARBAGE\n")
+    write(src, [line(10)], mode="a")
+    text, _, _ = render_text(src, cache_dir)
+    assert "GARBAGE" not in text and text == one_pass(src)
+
+
+def test_broken_metadata_means_a_fresh_render(tmp_path: Path) -> None:
+    src, cache_dir = tmp_path / "s.jsonl", tmp_path / "cache"
+    write(src, [line(i) for i in range(10)])
+    render_text(src, cache_dir)
+    for meta in cache_dir.glob("*.json"):
+        data: dict[str, Any] = json.loads(meta.read_text())
+        data["renderer"] = {"nonsense": True}
+        meta.write_text(json.dumps(data))
+    write(src, [line(10)], mode="a")
+    assert render_text(src, cache_dir)[0] == one_pass(src)
+
+
+def test_a_last_line_without_newline_is_rendered_privately_and_not_cached(tmp_path: Path) -> None:
+    src, cache_dir = tmp_path / "s.jsonl", tmp_path / "cache"
+    src.write_text(line(0) + "\n" + line(1))  # the last line is still being written
+    text, last, path = render_text(src, cache_dir)
+    assert text == one_pass(src) and last == "answer 1"
+    assert path is not None and not path.exists() and cache_dir not in path.parents
+    src.write_text(line(0) + "\n" + line(1) + "\n")
+    text, _, path = render_text(src, cache_dir)
+    assert text == one_pass(src) and path is not None and path.parent == cache_dir
+
+
+def test_without_a_usable_cache_folder_it_renders_into_a_removed_temp_file(tmp_path: Path) -> None:
+    src = tmp_path / "s.jsonl"
+    write(src, [line(i) for i in range(3)])
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    for cache_dir in (None, blocker / "cache"):
+        text, _, path = render_text(src, cache_dir)
+        assert text == one_pass(src) and path is not None and not path.exists()
+
+
+def test_no_transcript_yields_nothing(tmp_path: Path) -> None:
+    for src in (None, tmp_path / "missing.jsonl"):
+        with rendered_transcript(src, tmp_path / "cache") as (path, last):
+            assert path is None and last is None
+
+
+def test_old_entries_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
+    cache_dir = tmp_path / "cache"
+    for i in range(5):
+        src = tmp_path / f"s{i}.jsonl"
+        write(src, [line(0)])
+        render_text(src, cache_dir)
+        for meta in cache_dir.glob("*.json"):  # make earlier entries strictly older
+            st = meta.stat()
+            os.utime(meta, (st.st_atime - 10, st.st_mtime - 10))
+    assert len(list(cache_dir.glob("*.json"))) == 3
+    assert len(list(cache_dir.glob("*.txt"))) == 3
