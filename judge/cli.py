@@ -231,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("suite", help="suite YAML file")
     p.add_argument("--out", required=True, help="output folder for results and reports")
     p.add_argument("--concurrency", type=int, default=None, help="parallel judgements")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes sharing the judgements (default: the available CPUs, "
+        "at least 50 judgements each)",
+    )
     p.add_argument("--repeats", type=int, default=None, help="judge each case K times")
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")

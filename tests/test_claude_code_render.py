@@ -60,6 +60,8 @@ def test_hook_context_and_queued_input_are_shown_and_noise_is_dropped() -> None:
         },
         {"type": "attachment", "attachment": {"type": "queued_command", "prompt": "also update the docs"}},
         {"type": "attachment", "attachment": {"type": "skill_listing", "content": "- skill-a: does a"}},
+        {"type": "attachment", "attachment": {"type": "environment", "content": "platform: linux"}},
+        {"type": "attachment", "attachment": {"type": "session_context", "content": "git status: clean"}},
         {"type": "attachment", "attachment": {"type": "hook_success", "hookEvent": "Stop", "content": "ok"}},
         {"type": "attachment", "attachment": "not a mapping"},
         {"type": "attachment", "attachment": {"type": "something_new", "content": "new kind of note"}},
@@ -67,6 +69,7 @@ def test_hook_context_and_queued_input_are_shown_and_noise_is_dropped() -> None:
     assert "HOOK CONTEXT (PostToolUse): audited: 3 files\n    second block" in text
     assert "USER (queued while working): also update the docs" in text
     assert "skill-a" not in text and ": ok" not in text
+    assert "platform" not in text and "git status" not in text
     assert "ATTACHMENT (something_new): new kind of note" in text
 
 

@@ -36,6 +36,7 @@ from judge.evaluation.runner import (
     run_cases,
 )
 from judge.evaluation.suite import Suite, SuiteError, load_suite
+from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
 
 CACHE_NAME = ".judge-cache.sqlite"
 
@@ -123,7 +124,13 @@ def _summary(report: dict[str, Any], out: Path) -> str:
 
 
 def write_run_info(
-    out: Path, started_at: str, judging_seconds: float, judgements: int, concurrency: int, resumed: bool
+    out: Path,
+    started_at: str,
+    judging_seconds: float,
+    judgements: int,
+    concurrency: int,
+    resumed: bool,
+    workers: int = 1,
 ) -> dict[str, Any]:
     """Write ``DIR/run.json``: how this run went (timing is not part of report.json, which
     must be identical for a resumed and an uninterrupted run)."""
@@ -133,6 +140,7 @@ def write_run_info(
         "judgingSeconds": round(judging_seconds, 3),
         "judgementsPerSecond": round(judgements / judging_seconds, 2) if judging_seconds > 0 else 0.0,
         "concurrency": concurrency,
+        "workers": workers,
         "resumed": bool(resumed),
     }
     (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
@@ -177,46 +185,92 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     quiet = bool(getattr(args, "quiet", False))
     if args.resume and not quiet:
         _err(f"resuming: {len(skip)} of {len(suite.cases) * repeats} results already in {results_path}")
-    cache: JudgementCache | None = None
+    cache_path: Path | None = None
     if not args.no_cache:
         cache_path = Path(args.cache) if getattr(args, "cache", None) else out.resolve().parent / CACHE_NAME
         try:
-            cache = JudgementCache(cache_path)
+            JudgementCache(cache_path).close()  # created and checked before any work
         except Exception as exc:  # sqlite3 errors, permissions
             _err(f"judge eval: cannot open the cache {cache_path}: {exc}")
             return 2
-    writer = ResultsWriter(results_path, truncate=not args.resume)
+    jobs_left = len(suite.cases) * repeats - len(skip)
+    requested = getattr(args, "workers", None)
+    if requested is not None and requested < 1:
+        _err(f"judge eval: --workers must be at least 1, got {requested}")
+        return 2
+    # A judge object handed in by an embedding program runs in this process unless asked.
+    workers = choose_workers(
+        requested if requested is not None or judge is None else 1, jobs_left, concurrency
+    )
     progress = make_progress(quiet=quiet)
     interrupted = False
+    failure: str | None = None
     started_at = now_iso()
     started = time.perf_counter()
-    try:
-        asyncio.run(
-            run_cases(
-                suite.config,
-                suite.event,
-                suite.cases,
-                base_dir=suite.base_dir,
+    writers: list[ResultsWriter] = []
+
+    def open_writer() -> None:
+        writers.append(ResultsWriter(results_path, truncate=not args.resume))
+
+    if workers > 1:
+        try:
+            run_in_workers(
+                suite,
+                workers=workers,
                 repeats=repeats,
                 concurrency=concurrency,
-                judge=judge,
-                cache=cache,
-                on_result=writer.write,
-                progress=progress,
                 skip=skip,
+                cache_path=cache_path,
+                judge=judge,
+                before_results=open_writer,
+                on_result=lambda result: writers[0].write(result),
+                progress=progress,
             )
-        )
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        judging_seconds = time.perf_counter() - started
-        writer.close()
-        if cache is not None:
-            cache.close()
-    if writer.error is not None:
-        _err(f"judge eval: writing {results_path} failed: {writer.error}")
+        except KeyboardInterrupt:
+            interrupted = True
+        except WorkerFailure as exc:
+            failure = str(exc)
+        finally:
+            judging_seconds = time.perf_counter() - started
+            for writer in writers:
+                writer.close()
+    else:
+        open_writer()
+        cache = JudgementCache(cache_path) if cache_path is not None else None
+        try:
+            asyncio.run(
+                run_cases(
+                    suite.config,
+                    suite.event,
+                    suite.cases,
+                    base_dir=suite.base_dir,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    judge=judge,
+                    cache=cache,
+                    on_result=writers[0].write,
+                    progress=progress,
+                    skip=skip,
+                )
+            )
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            judging_seconds = time.perf_counter() - started
+            writers[0].close()
+            if cache is not None:
+                cache.close()
+    write_error = next((w.error for w in writers if w.error is not None), None)
+    if write_error is not None:
+        _err(f"judge eval: writing {results_path} failed: {write_error}")
         return 2
     results = order_results(read_results(results_path), suite.cases, repeats)
+    if failure is not None:
+        _err(
+            f"judge eval: {failure}; {len(results)} of {len(suite.cases) * repeats} results are kept in "
+            f"{results_path}; run the same command with --resume to finish"
+        )
+        return 2
     if interrupted:
         _err(
             f"interrupted: {len(results)} of {len(suite.cases) * repeats} results are kept in "
@@ -228,12 +282,15 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         _err(f"judge eval: {missing} result(s) missing from {results_path}; run again with --resume")
         return 2
     report = write_reports(suite, results, out)
-    run = write_run_info(out, started_at, judging_seconds, len(results) - len(skip), concurrency, args.resume)
+    run = write_run_info(
+        out, started_at, judging_seconds, len(results) - len(skip), concurrency, args.resume, workers
+    )
     if not quiet:
         print(_summary(report, out))
         print(
             f"  judged {run['judgements']} in {run['judgingSeconds']:.2f} s "
-            f"({run['judgementsPerSecond']:.1f}/s at concurrency {concurrency})"
+            f"({run['judgementsPerSecond']:.1f}/s at concurrency {concurrency}"
+            + (f" in {workers} worker processes)" if workers > 1 else ")")
         )
     failed = check_bounds(report, bounds)
     for message in failed:

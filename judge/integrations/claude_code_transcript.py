@@ -58,6 +58,12 @@ _NOISE_ATTACHMENTS = frozenset(
         "hook_cancelled",
         "plan_mode",
         "plan_mode_reentry",
+        "environment",
+        "model",
+        "agent_listing_delta",
+        "session_context",
+        "date",
+        "remote_session_change",
     }
 )
 
