@@ -101,6 +101,13 @@ def _text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
+def judge_under_test() -> dict[str, str]:
+    """Environment for judge processes: ``JUDGE_TEST_HOOK_PYTHONPATH`` runs them from
+    another checkout of judge (e.g. a branch under review)."""
+    other = os.environ.get("JUDGE_TEST_HOOK_PYTHONPATH")
+    return {"PYTHONPATH": other} if other else {}
+
+
 @dataclass
 class ClaudeSession:
     claude: Path
@@ -172,9 +179,7 @@ class ClaudeSession:
                 "JUDGE_TEST_MARKERS": str(self.markers),
                 **self.env,
             }
-            # Run the hooks against another checkout of judge (e.g. a branch under review).
-            if os.environ.get("JUDGE_TEST_HOOK_PYTHONPATH"):
-                env["PYTHONPATH"] = os.environ["JUDGE_TEST_HOOK_PYTHONPATH"]
+            env.update(judge_under_test())
             command = [str(self.claude), "-p", prompt, "--settings", str(self.settings_path)]
             command += ["--output-format", "stream-json", "--verbose"]
             if allowed_tools:

@@ -12,7 +12,8 @@ Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks)
   a block;
 * a hook that always blocks is overridden on its 9th consecutive block (the default
   ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` of 8 continuations), with the notice "A hook
-  blocked the turn from ending 9 consecutive times—overriding and ending turn";
+  blocked the turn from ending 9 consecutive times—overriding and ending turn"; a hook
+  that allows on that 9th Stop is obeyed (so ``maxRejections: 9`` still works, 10 does not);
 * the agent tool is ``Agent`` (``Task`` still accepted); agents run in the background
   unless ``run_in_background: false``;
 * SubagentStop carries ``agent_id``, ``agent_type``, ``agent_transcript_path``
@@ -23,6 +24,7 @@ Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks)
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -34,6 +36,7 @@ from tests.realclient.harness import (
     ClaudeSession,
     command_hook,
     hook_notes,
+    judge_under_test,
     record_context,
     recorded,
     tool,
@@ -79,32 +82,49 @@ def test_stop_hook_active_reaches_command_stop_hooks(session: ClaudeSession) -> 
     assert len(result.agent_requests) == 2
 
 
-def test_max_rejections_above_claude_codes_block_cap(session: ClaudeSession) -> None:
-    """Item 5: Claude Code ends the loop after 8 continuations whatever ``maxRejections``
-    says; ``judge validate`` warns about such a configuration, and raising
-    ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` lets the larger value take effect."""
-    session.events = ("Stop",)
-    hook = {
-        "type": "prompt",
-        "model": "fake:block:Not yet.",
-        "maxRejections": 12,
-        "prompt": "Judge $ARGUMENTS",
-    }
-    session.judge_config = {"hooks": {"Stop": [hook]}}
-    capped = session.run("work", [])
-    assert capped.returncode == 0, capped.explain()
-    assert len(capped.agent_requests) == 9
-    assert "overriding and ending turn" in capped.stdout
-    assert "stop forced" not in capped.stdout
-
-    validate = subprocess.run(
+def _validate(session: ClaudeSession) -> str:
+    done = subprocess.run(
         [sys.executable, "-m", "judge", "validate", str(session.config_path)],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        cwd=session.project,
+        env={**os.environ, **judge_under_test()},
     )
-    assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in validate.stdout + validate.stderr, validate
+    return done.stdout + done.stderr
+
+
+def _always_block(session: ClaudeSession, max_rejections: int) -> None:
+    session.events = ("Stop",)
+    hook = {"type": "prompt", "model": "fake:block:Not yet.", "maxRejections": max_rejections}
+    session.judge_config = {"hooks": {"Stop": [{**hook, "prompt": "Judge $ARGUMENTS"}]}}
+
+
+def test_max_rejections_up_to_one_above_the_block_cap_takes_effect(session: ClaudeSession) -> None:
+    """Item 5: Claude Code overrides the 9th consecutive block (cap 8), so judge's own
+    forced stop at the 9th rejection still happens: no warning is due."""
+    _always_block(session, 9)
+    result = session.run("work", [])
+    assert result.returncode == 0, result.explain()
+    assert len(result.agent_requests) == 9
+    assert "stop forced" in result.stdout
+    assert "overriding and ending turn" not in result.stdout
+    assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" not in _validate(session)
+
+
+def test_max_rejections_above_claude_codes_block_cap(session: ClaudeSession) -> None:
+    """Item 5: Claude Code ends the loop after 8 continuations whatever ``maxRejections``
+    says; ``judge validate`` warns about such a configuration, and raising
+    ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` lets the larger value take effect."""
+    _always_block(session, 12)
+    capped = session.run("work", [])
+    assert capped.returncode == 0, capped.explain()
+    assert len(capped.agent_requests) == 9
+    assert "overriding and ending turn" in capped.stdout
+    assert "stop forced" not in capped.stdout
+    warnings = _validate(session)
+    assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in warnings, warnings
 
     session.state_path.unlink()
     session.env["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] = "20"
