@@ -17,8 +17,11 @@ Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks)
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -84,12 +87,17 @@ def test_pretooluse_rewrite_does_not_skip_the_permission_prompt(session: ClaudeS
     assert seen is not None and seen.get("is_error") is True
 
 
+MCP_TOOL = "mcp__demo__secret"
+
+
 @pytest.mark.parametrize(
     ("name", "arguments", "secret"),
     [
         ("Bash", {"command": "echo SECRET-OUTPUT-42", "description": "print"}, "SECRET-OUTPUT-42"),
         ("Read", {"file_path": "{project}/notes.txt"}, "SECRET-FILE-LINE"),
         ("Grep", {"pattern": "SECRET", "path": "{project}", "output_mode": "content"}, "SECRET-FILE-LINE"),
+        ("Glob", {"pattern": "secret-*.txt", "path": "{project}"}, "secret-name.txt"),
+        (MCP_TOOL, {}, "MCP-SECRET-VALUE"),
     ],
 )
 def test_posttooluse_block_withholds_the_tool_result(
@@ -97,16 +105,42 @@ def test_posttooluse_block_withholds_the_tool_result(
 ) -> None:
     """Item 3: the model sees ``[Hook Blocked Tool Result] {reason}``, not the output."""
     (session.project / "notes.txt").write_text("SECRET-FILE-LINE\n")
+    (session.project / "secret-name.txt").write_text("")
     args = {k: v.format(project=session.project) for k, v in arguments.items()}
     session.judge_config = {
         "hooks": {"PostToolUse": [command_hook('echo "output has secrets" >&2\nexit 2', matcher=name)]}
     }
-    result = session.run("look", [tool(name, "toolu_post", **args)])
+    mcp = {
+        "mcpServers": {
+            "demo": {"command": sys.executable, "args": [str(Path(__file__).with_name("mcp_server.py"))]}
+        }
+    }
+    (session.root / "mcp.json").write_text(json.dumps(mcp))
+    result = session.run(
+        "look",
+        [tool(name, "toolu_post", **args)],
+        allowed_tools=f"{name}",
+        extra_args=("--mcp-config", str(session.root / "mcp.json")),
+    )
     assert result.returncode == 0, result.explain()
     seen = tool_result_of(result.agent_requests[1], "toolu_post")
     assert seen is not None
     assert secret not in seen["text"]
     assert "[Hook Blocked Tool Result] output has secrets" in seen["text"]
+
+
+def test_a_blocked_write_is_reported_to_the_model(session: ClaudeSession) -> None:
+    """Item 3, tools whose result Claude Code words itself (Write, Edit): the block reason
+    reaches the model with the next request."""
+    session.judge_config = {
+        "hooks": {
+            "PostToolUse": [command_hook('echo "do not touch config files" >&2\nexit 2', matcher="Write")]
+        }
+    }
+    target = str(session.project / "app.cfg")
+    result = session.run("write", [tool("Write", "toolu_write", file_path=target, content="debug = true\n")])
+    assert result.returncode == 0, result.explain()
+    assert "do not touch config files" in result.agent_requests[1].text
 
 
 def test_posttooluse_additional_context_reaches_the_model(session: ClaudeSession) -> None:
