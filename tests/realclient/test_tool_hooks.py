@@ -87,6 +87,27 @@ def test_pretooluse_rewrite_does_not_skip_the_permission_prompt(session: ClaudeS
     assert seen is not None and seen.get("is_error") is True
 
 
+@pytest.mark.parametrize(("mode", "allowed", "runs"), [("ask", "Bash", False), ("allow", "", True)])
+def test_rewrite_modes_chosen_by_the_user(
+    session: ClaudeSession, mode: str, allowed: str, runs: bool
+) -> None:
+    """Item 1, the documented choice: ``--rewrite ask`` asks (so headless sessions refuse
+    the call even where a rule allows it); ``--rewrite allow`` runs the rewrite without
+    the permission prompt the session would have needed."""
+    session.judge_args = ("--rewrite", mode)
+    session.judge_config = {"hooks": {"PreToolUse": [command_hook(REWRITE, matcher="Bash")]}}
+    reply = tool("Bash", "toolu_mode", command=_write(session, "original"))
+    result = session.run("write the file", [reply], allowed_tools=allowed)
+    assert result.returncode == 0, result.explain()
+    seen = tool_result_of(result.agent_requests[1], "toolu_mode")
+    assert seen is not None
+    if runs:
+        assert (session.project / "out.txt").read_text().strip() == "rewritten"
+    else:
+        assert not (session.project / "out.txt").exists()
+        assert seen.get("is_error") is True
+
+
 MCP_TOOL = "mcp__demo__secret"
 
 
