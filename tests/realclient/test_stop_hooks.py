@@ -32,6 +32,7 @@ import pytest
 
 from judge.testing import Reply, ToolCallSpec, say
 from tests.realclient.harness import (
+    RUN_TIMEOUT,
     SUBAGENT_TASK,
     ClaudeSession,
     command_hook,
@@ -113,6 +114,7 @@ def test_max_rejections_up_to_one_above_the_block_cap_takes_effect(session: Clau
     assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" not in _validate(session)
 
 
+@pytest.mark.timeout(2 * RUN_TIMEOUT + 30)
 def test_max_rejections_above_claude_codes_block_cap(session: ClaudeSession) -> None:
     """Item 5: Claude Code ends the loop after 8 continuations whatever ``maxRejections``
     says; ``judge validate`` warns about such a configuration, and raising

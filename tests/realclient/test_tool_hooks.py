@@ -207,8 +207,8 @@ def _slow_hook(session: ClaudeSession) -> dict[str, object]:
 
 def test_a_slow_pretooluse_policy_is_denied_inside_judges_own_deadline(session: ClaudeSession) -> None:
     """Item 4: with ``--timeout`` below Claude Code's timeout, judge answers (deny) itself."""
-    session.judge_args = ("--timeout", "3")
-    session.hook_timeout = 20
+    session.judge_args = ("--timeout", "5")
+    session.hook_timeout = 30
     session.env["TMPDIR"] = str(session.root / "tmp")
     (session.root / "tmp").mkdir()
     session.judge_config = {"hooks": {"PreToolUse": [_slow_hook(session)]}}
@@ -225,7 +225,7 @@ def test_a_slow_pretooluse_policy_is_denied_inside_judges_own_deadline(session: 
 def test_when_claude_codes_timeout_fires_first_judge_leaves_no_debris(session: ClaudeSession) -> None:
     """Item 4: Claude Code kills judge at its own timeout; judge's hook child and its
     temporary files must go with it."""
-    session.hook_timeout = 3
+    session.hook_timeout = 6
     session.env["TMPDIR"] = str(session.root / "tmp")
     (session.root / "tmp").mkdir()
     session.judge_config = {"hooks": {"PreToolUse": [_slow_hook(session)]}}
