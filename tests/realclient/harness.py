@@ -7,7 +7,8 @@ Claude Code settings. :meth:`ClaudeSession.run` starts ``claude -p PROMPT --sett
 pointing at a :class:`judge.testing.LLMServer`. The agent's replies are scripted: each
 request of the main agent (a request that offers tools) takes the next scripted reply,
 then ``All done.``; a subagent's requests (its prompt contains :data:`SUBAGENT_TASK`)
-take the subagent's script; side requests without tools get a short text.
+take the subagent's script; judge prompt hooks using :data:`JUDGE_MODEL` take the
+judge's script; side requests without tools get a short text.
 
 The result keeps what Claude Code printed (stream-json events) and every request the
 model received, so a test asserts on what ran (marker files) and on what the model saw
@@ -35,6 +36,8 @@ RUN_TIMEOUT = 90
 DONE = "All done."
 #: Put this in a subagent's prompt: requests containing it take ``subagent_replies``.
 SUBAGENT_TASK = "[subagent task]"
+#: Model of judge prompt hooks served by the same server (``model: anthropic:judge-model``).
+JUDGE_MODEL = "judge-model"
 
 
 @dataclass
@@ -59,8 +62,8 @@ class RunResult:
 
     @property
     def agent_requests(self) -> list[LLMRequest]:
-        """Requests of the agent loop (those offering tools), in order."""
-        return [r for r in self.requests if r.body.get("tools")]
+        """Requests of Claude Code's agent loop (those offering tools), in order."""
+        return [r for r in self.requests if r.body.get("tools") and r.model != JUDGE_MODEL]
 
     def explain(self) -> str:
         """For assertion messages: exit code, stderr and the end of stdout."""
@@ -155,13 +158,17 @@ class ClaudeSession:
         extra_args: tuple[str, ...] = (),
         settings: dict[str, Any] | None = None,
         subagent_replies: list[Reply] | None = None,
+        judge_replies: list[Reply] | None = None,
     ) -> RunResult:
         self.config_path.write_text(yaml.safe_dump(self.judge_config, sort_keys=False))
         self.settings_path.write_text(json.dumps(settings if settings is not None else self.settings()))
         script = deque(replies)
         sub_script = deque(subagent_replies or [])
+        judge_script = deque(judge_replies or [])
 
         def answer(request: LLMRequest) -> Reply:
+            if request.model == JUDGE_MODEL:
+                return judge_script.popleft() if judge_script else say('{"ok": true}')
             if not request.body.get("tools"):
                 return say("Scripted session")
             queue = sub_script if SUBAGENT_TASK in request.text else script

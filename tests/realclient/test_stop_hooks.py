@@ -30,8 +30,9 @@ import sys
 
 import pytest
 
-from judge.testing import Reply, ToolCallSpec, say
+from judge.testing import Reply, ToolCallSpec, call, say
 from tests.realclient.harness import (
+    JUDGE_MODEL,
     RUN_TIMEOUT,
     SUBAGENT_TASK,
     ClaudeSession,
@@ -63,6 +64,27 @@ def test_stop_block_continues_then_the_stop_is_forced(session: ClaudeSession) ->
     assert reason not in hook_notes(requests[0])
     assert reason in hook_notes(requests[1]) and reason in hook_notes(requests[2])
     assert "stop forced" in result.stdout
+
+
+def test_a_stop_judged_by_a_model_that_reads_the_transcript(session: ClaudeSession) -> None:
+    """The whole path: Claude Code's transcript rendered for a prompt hook, the judge model
+    (Anthropic SDK, same local server) grepping it, and its reason sent back to the agent."""
+    session.events = ("Stop",)
+    hook = {"type": "prompt", "model": f"anthropic:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    verdict = '{"ok": false, "reason": "The build failed: LINKER-ERROR-7 is still in the log."}'
+    judge_replies = [call("GrepSearch", query="LINKER-ERROR", isRegexp=False), say(verdict)]
+    log = 'echo "compiling"; echo "LINKER-ERROR-$((3+4)) undefined reference"'
+    result = session.run(
+        "build it",
+        [tool("Bash", "toolu_build", command=log), say("Build finished."), say("Fixed the linker error.")],
+        judge_replies=judge_replies,
+    )
+    assert result.returncode == 0, result.explain()
+    judged = [r for r in result.requests if r.model == JUDGE_MODEL]
+    assert len(judged) >= 2, result.explain()
+    assert "LINKER-ERROR-7 undefined reference" in judged[1].text  # the grep found it in the transcript
+    assert "LINKER-ERROR-7 is still in the log" in hook_notes(result.agent_requests[2])
 
 
 def test_stop_hook_active_reaches_command_stop_hooks(session: ClaudeSession) -> None:
