@@ -93,7 +93,10 @@ def find_claude() -> tuple[Path | None, str]:
         binary = Path(chosen)
         problem = _works(binary)
         return (None, f"JUDGE_TEST_CLAUDE={chosen}: {problem}") if problem else (binary, "")
-    problem = install()
+    try:
+        problem = install()
+    except OSError as exc:  # an unwritable cache folder, a full disk
+        problem = f"cannot install into {cache_dir()}: {exc}"
     if problem is not None:
         return None, f"Claude Code {CLAUDE_CODE_VERSION} is not available: {problem}"
     return installed_binary(), ""
