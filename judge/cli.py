@@ -142,6 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (OSError, sqlite3.Error) as exc:
         _err(f"cannot use the state or data dir: {exc}")
         return 1
+    for line in decision.error_lines():
+        _err(f"judge run: {line}")
     print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
     return 0
 
@@ -248,6 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="METRIC=VALUE",
         help="exit 1 when METRIC is below VALUE (repeatable), e.g. recall=0.8",
+    )
+    p.add_argument(
+        "--fail-over",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when METRIC is above VALUE (repeatable), e.g. errorRate=0.05",
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")

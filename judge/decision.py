@@ -208,6 +208,19 @@ class Decision(BaseModel):
         out["hooks"] = [h.model_dump(by_alias=True) for h in self.hooks]
         return out
 
+    def error_lines(self) -> list[str]:
+        """One line per hook that failed: where, which model, what, and what it decided."""
+        lines = []
+        for hook in self.hooks:
+            if hook.error is None:
+                continue
+            model = f", {hook.model}" if hook.model else ""
+            lines.append(
+                f"{self.event} hook {hook.level}[{hook.index}] ({hook.type}{model}) failed: {hook.error} "
+                f"-> {hook.decision} (its failMode)"
+            )
+        return lines
+
     @property
     def blocked_tool_result(self) -> str | None:
         """PostToolUse: what the agent sees instead of a withheld tool result."""

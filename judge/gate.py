@@ -77,6 +77,9 @@ class Gate:
             else:
                 # The agent stops (normally or forced): the next Stop starts a new loop.
                 await asyncio.to_thread(self.store.reset, key)
+                if not decision.forced_stop:
+                    # Report the count as it now is (a forced stop keeps the count that forced it).
+                    decision = decision.model_copy(update={"rejection_count": 0})
         if self.audit is not None:
             logged = {**context, "session_id": sid} if sid else context
             await asyncio.to_thread(self.audit.record, event, logged, decision)

@@ -1072,7 +1072,7 @@ async def test_gate_approval_resets_and_command_blocks_keep_the_count(tmp_path: 
     decision = await Gate(Engine(approving, judge=ScriptedJudge()), store=store).decide(
         "Stop", stop_ctx(), session_id="s"
     )
-    assert (decision.decision, decision.rejection_count) == ("allow", 1)
+    assert (decision.decision, decision.rejection_count) == ("allow", 0)  # the count after the reset
     assert store.rejection_count("s") == 0
 
 
@@ -1086,9 +1086,16 @@ async def test_gate_without_a_store_uses_the_callers_count() -> None:
 
 
 async def test_gate_concurrent_rounds_of_one_session_are_all_counted(tmp_path: Path) -> None:
+    arrived: list[int] = []
+    all_in = asyncio.Event()
+
     class SlowRejecter:
         async def evaluate(self, request: PromptRequest) -> PromptVerdict:
-            await asyncio.sleep(0.2)  # every round reads the count before any writes it
+            # Every round has read the count before any writes it: answer once all 5 are here.
+            arrived.append(int(request.context["stop_rejection_count"]))
+            if len(arrived) == 5:
+                all_in.set()
+            await asyncio.wait_for(all_in.wait(), timeout=10)
             return PromptVerdict(ok=False, reason="more")
 
     config = config_from_data({"hooks": {"Stop": [prompt("reject: more", maxRejections=25)]}})
@@ -1096,7 +1103,8 @@ async def test_gate_concurrent_rounds_of_one_session_are_all_counted(tmp_path: P
     gate = Gate(Engine(config, judge=SlowRejecter()), store=store)
     decisions = await asyncio.gather(*(gate.decide("Stop", stop_ctx(), session_id="s") for _ in range(5)))
     assert all(d.decision == "block" for d in decisions)
-    assert store.rejection_count("s") == 5
+    assert arrived == [0] * 5  # all read the same count...
+    assert store.rejection_count("s") == 5  # ...and still none was lost
 
 
 async def test_a_failed_prompt_hook_still_reports_the_model_it_tried() -> None:

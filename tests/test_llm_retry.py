@@ -34,7 +34,7 @@ async def test_gives_up_before_sleeping_past_the_deadline():
     assert time.monotonic() - started < 0.5
 
 
-async def test_attempts_get_the_remaining_time_and_permanent_errors_are_not_retried():
+async def test_attempts_get_a_share_of_the_remaining_time_and_permanent_errors_are_not_retried():
     seen = []
 
     async def attempt(remaining):
@@ -43,7 +43,7 @@ async def test_attempts_get_the_remaining_time_and_permanent_errors_are_not_retr
 
     with pytest.raises(HookError, match="unknown model"):
         await call_with_retries(attempt, asyncio.get_running_loop().time() + 3)
-    assert len(seen) == 1 and 2.5 < seen[0] <= 3
+    assert len(seen) == 1 and 1.9 < seen[0] <= 2  # 2/3 of 3 s: time is kept for a retry
 
 
 def test_parse_retry_after():

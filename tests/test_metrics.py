@@ -90,8 +90,11 @@ def test_wilson_interval_reference_values() -> None:
     lo, hi = wilson_interval(10, 10)
     assert lo == pytest.approx(0.7225, abs=1e-4) and hi == 1.0
     assert wilson_interval(0, 0) == (0.0, 1.0)
-    with pytest.raises(ValueError):
-        wilson_interval(11, 10)
+    # The guard's own message: without it math.sqrt would raise a ValueError of its own
+    # ("math domain error") for these, or return a meaningless interval.
+    for bad in (11, -1):
+        with pytest.raises(ValueError, match=r"successes must be between 0 and n \(10\), got"):
+            wilson_interval(bad, 10)
 
 
 def test_no_positive_labels() -> None:
@@ -146,7 +149,14 @@ def test_flip_rate_across_repeats() -> None:
     ]
     report = compute_report(results)
     assert report["repeats"] == 2
-    assert report["flips"] == {"flipped": 1, "eligible": 2}  # c has one usable repeat only
+    assert report["flips"] == {  # c has one usable repeat only
+        "flipped": 1,
+        "eligible": 2,
+        "disagreeingPairs": 1,
+        "pairs": 2,
+        "repeats": 2,
+    }
+    assert report["pairFlipRate"] == 0.5
     assert report["flipRate"] == pytest.approx(0.5)
     assert report["ci95"]["flipRate"] == pytest.approx(list(wilson_interval(1, 2)), abs=1e-6)
 

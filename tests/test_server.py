@@ -429,8 +429,10 @@ def test_execution_summary_confined_to_transcripts_dir(main: Service, dirs: dict
 
 def test_request_log_lines(main: Service) -> None:
     main.api("POST", "/api/v2/hooks/Stop", {"final_output": "x", "session_id": "logged-session"})
-    time.sleep(0.1)
-    records = [r for r in main.log_records() if r.get("session") == "logged-session"]
+    deadline = time.monotonic() + 10  # the line is written after the response is sent
+    records: list[dict[str, Any]] = []
+    while not records and time.monotonic() < deadline:
+        records = [r for r in main.log_records() if r.get("session") == "logged-session"]
     assert records, main.text()[-2000:]
     record = records[-1]
     assert record["method"] == "POST" and record["path"] == "/api/v2/hooks/Stop"

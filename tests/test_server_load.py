@@ -116,17 +116,21 @@ async def test_session_locks_serialise_one_session_across_lock_sets(tmp_path: Pa
     assert not list(folder.iterdir())  # lock files removed by their holders
     assert not first._locks and not second._locks
 
-    # Different sessions do not wait for each other.
-    both: list[int] = []
+    # Different sessions do not wait for each other: each holder waits, inside its lock,
+    # until the other one is inside too (it would wait in vain if "b" waited for "a").
+    events: list[str] = []
+    both_inside = asyncio.Event()
 
     async def other(session: str) -> None:
         async with first.hold(session):
-            both.append(len(both))
-            await asyncio.sleep(0.05)
-            both.append(len(both))
+            events.append(f"enter {session}")
+            if len(events) == 2:
+                both_inside.set()
+            await asyncio.wait_for(both_inside.wait(), timeout=10)
+            events.append(f"leave {session}")
 
     await asyncio.gather(other("a"), other("b"))
-    assert both == [0, 1, 2, 3]  # both entered before either left
+    assert events[:2] == ["enter a", "enter b"] and sorted(events[2:]) == ["leave a", "leave b"]
 
 
 # ---------------------------------------------------------------------------
@@ -180,7 +184,13 @@ def test_two_workers_share_counts_and_stop_gracefully(tmp_path: Path) -> None:
         answer: list[dict[str, Any]] = []
         inflight = threading.Thread(target=lambda: answer.append(_stop(service, "last")))
         inflight.start()
-        time.sleep(0.1)  # the request is in its 0.2 s command hook
+        # The request is in flight once it holds its session's lock (a file in data/locks,
+        # removed when the round ends).
+        locks = tmp_path / "data" / "locks"
+        deadline = time.monotonic() + 10
+        while not (locks.is_dir() and any(locks.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert any(locks.iterdir()), "the request never reached its hooks"
         assert service.proc is not None
         service.proc.send_signal(signal.SIGTERM)
         inflight.join(timeout=20)

@@ -7,7 +7,10 @@ The key is a SHA-256 over everything that determines the answer:
   does not defeat the cache) — or, when the prompt cannot be rendered, the template text;
 * the whole hook definition (model, timeout, ...), the config's ``models`` mapping and the
   resolved model label (``openai:gpt-5.4-mini``; environment overrides included);
-* the transcript content hash and the repeat index (so repeats stay independent samples).
+* the transcript content hash, the repeat index and the eval case's id (so repeats, and
+  cases whose content happens to be identical, stay independent samples: with a shared
+  entry two identical cases would always agree, and one flip of the judge would be
+  counted as two; a cache must not change what a run measures).
 
 Only verdicts are cached; a judgement that raised (timeout, provider failure) is not, so
 it is retried on the next run. Command hooks never pass through here: they still run.
@@ -33,7 +36,7 @@ CREATE TABLE IF NOT EXISTS judgements (
 """
 
 #: Bump when the key derivation changes, so old entries are never misread.
-KEY_VERSION = "1"
+KEY_VERSION = "2"
 
 
 def file_sha256(path: Path | None) -> str | None:
@@ -75,8 +78,8 @@ def _rendered(request: PromptRequest, context: dict[str, Any]) -> str:
         return template
 
 
-def cache_key(request: PromptRequest) -> str:
-    """The cache key of one judgement (see the module docstring)."""
+def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
+    """The cache key of one judgement of eval case ``case_id`` (see the module docstring)."""
     transcript_hash = file_sha256(request.transcript_path)
     context = dict(request.context)
     if "execution_summary" in context:
@@ -90,6 +93,7 @@ def cache_key(request: PromptRequest) -> str:
         "model": _model_label(request),
         "transcript": transcript_hash,
         "repeat": request.repeat,
+        "case": case_id,
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -150,9 +154,11 @@ class CachingJudge:
         verdict, _ = await self.evaluate_cached(request)
         return verdict
 
-    async def evaluate_cached(self, request: PromptRequest) -> tuple[PromptVerdict, bool]:
-        """The verdict and whether it came from the cache."""
-        key = cache_key(request)
+    async def evaluate_cached(
+        self, request: PromptRequest, case_id: str | None = None
+    ) -> tuple[PromptVerdict, bool]:
+        """The verdict for eval case ``case_id`` and whether it came from the cache."""
+        key = cache_key(request, case_id)
         found = self.cache.get(key)
         if found is not None:
             self.hits += 1

@@ -1,9 +1,10 @@
 """``judge eval SUITE --out DIR ...`` (INTERFACES §7).
 
-Exit codes: 0 the run completed (whatever the judge said); 1 a ``--fail-under`` bound
-was violated (or cannot be evaluated, e.g. recall without labelled block cases); 2 the
-run could not complete: a bad suite or flag, missing files, an interrupted run (Ctrl-C:
-the finished results stay in ``DIR/results.jsonl``; ``--resume`` continues).
+Exit codes: 0 the run completed (whatever the judge said); 1 a ``--fail-under`` or
+``--fail-over`` bound was violated (or cannot be evaluated, e.g. recall without labelled
+block cases); 2 the run could not complete: a bad suite or flag, missing files, an
+interrupted run (Ctrl-C: the finished results stay in ``DIR/results.jsonl``;
+``--resume`` continues), or every judgement errored (nothing was judged).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import sys
 import time
@@ -20,9 +20,10 @@ from typing import Any
 
 from judge.audit import now_iso
 from judge.decision import PromptJudge
+from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.junit import write_junit
-from judge.evaluation.metrics import THRESHOLD_METRICS, canonical_metric, compute_report, metric_value
+from judge.evaluation.metrics import compute_metrics, rounded
 from judge.evaluation.progress import make_progress
 from judge.evaluation.report_html import write_html
 from judge.evaluation.runner import (
@@ -41,56 +42,19 @@ from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_worke
 CACHE_NAME = ".judge-cache.sqlite"
 
 
-class UsageProblem(Exception):
-    """A bad flag value (exit 2)."""
-
-
 def _err(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def parse_bounds(specs: list[str]) -> list[tuple[str, float]]:
-    """``["recall=0.8", ...]`` → ``[("recall", 0.8), ...]``; UsageProblem for bad ones."""
-    bounds = []
-    for spec in specs:
-        name, sep, raw = spec.partition("=")
-        if not sep or not name.strip() or not raw.strip():
-            raise UsageProblem(f"--fail-under {spec!r}: expected METRIC=VALUE, e.g. recall=0.8")
-        metric = canonical_metric(name)
-        if metric is None:
-            raise UsageProblem(
-                f"--fail-under: unknown metric {name.strip()!r}; "
-                f"valid metrics: {', '.join(THRESHOLD_METRICS)}"
-            )
-        try:
-            value = float(raw)
-        except ValueError:
-            raise UsageProblem(f"--fail-under {spec!r}: {raw.strip()!r} is not a number") from None
-        if not math.isfinite(value):
-            raise UsageProblem(f"--fail-under {spec!r}: the bound must be a finite number")
-        bounds.append((metric, value))
-    return bounds
-
-
-def check_bounds(report: dict[str, Any], bounds: list[tuple[str, float]]) -> list[str]:
-    """One message per violated bound."""
-    failed = []
-    for metric, bound in bounds:
-        value = metric_value(report, metric)
-        if value is None:
-            failed.append(f"{metric} is undefined for this run (not enough labelled cases); bound {bound}")
-        elif value < bound:
-            failed.append(f"{metric} {value:.4f} < {bound}")
-    return failed
-
-
 def write_reports(suite: Suite, results: list[CaseResult], out: Path) -> dict[str, Any]:
-    """Compute the report from ``results`` (in suite order) and write the three report files."""
-    report = compute_report(results, name=suite.name)
+    """Compute the metrics from ``results`` (in suite order) and write the three report
+    files; returns the exact (unrounded) metrics."""
+    metrics = compute_metrics(results, name=suite.name)
+    report = rounded(metrics)
     _atomic_write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_junit(results, out / "junit.xml", suite.name)
     write_html(report, results, suite.cases, suite.base_dir, out / "report.html")
-    return report
+    return metrics
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -107,6 +71,7 @@ def _summary(report: dict[str, Any], out: Path) -> str:
     ]
     if report["n"] and report["cachedResults"] == report["n"]:
         lines[0] += " (no provider calls)"
+    lines += error_summary(report)
     if "confusion" in report:
         ci = report["ci95"]
         parts = []
@@ -121,6 +86,32 @@ def _summary(report: dict[str, Any], out: Path) -> str:
     lines.append(f"  latency p50 {_num(lat['p50'])} ms, p90 {_num(lat['p90'])} ms, p99 {_num(lat['p99'])} ms")
     lines.append(f"  reports: {out / 'report.html'}, {out / 'report.json'}, {out / 'junit.xml'}")
     return "\n".join(lines)
+
+
+#: Error groups listed in the summary (report.html and report.json list them all).
+SUMMARY_ERROR_GROUPS = 5
+
+
+def error_summary(report: dict[str, Any]) -> list[str]:
+    """The summary's lines about errors: each kind with its count, most frequent first."""
+    groups = report.get("errorGroups") or []
+    lines = [f"  {g['count']} x {g['message']}" for g in groups[:SUMMARY_ERROR_GROUPS]]
+    if len(groups) > SUMMARY_ERROR_GROUPS:
+        rest = sum(g["count"] for g in groups[SUMMARY_ERROR_GROUPS:])
+        lines.append(
+            f"  ... and {rest} more in {len(groups) - SUMMARY_ERROR_GROUPS} other kind(s) (see report.html)"
+        )
+    return lines
+
+
+def all_errored(report: dict[str, Any]) -> str | None:
+    """The message for a run in which every judgement errored (None otherwise)."""
+    n = int(report["n"])
+    if not n or report["errors"] != n:
+        return None
+    groups = report.get("errorGroups") or []
+    top = f"; most common: {groups[0]['message']}" if groups else ""
+    return f"judge eval: every judgement errored ({n} of {n}): the run measured nothing{top}"
 
 
 def write_run_info(
@@ -154,7 +145,8 @@ def _num(value: Any) -> str:
 def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int:
     """Run ``judge eval``; ``judge`` overrides the LLM judge (tests, embedding)."""
     try:
-        bounds = parse_bounds(list(getattr(args, "fail_under", None) or []))
+        bounds = parse_bounds(list(getattr(args, "fail_under", None) or []), "under")
+        bounds += parse_bounds(list(getattr(args, "fail_over", None) or []), "over")
         concurrency = args.concurrency if args.concurrency is not None else DEFAULT_CONCURRENCY
         if concurrency < 1:
             raise UsageProblem(f"--concurrency must be at least 1, got {concurrency}")
@@ -281,7 +273,8 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     if missing:
         _err(f"judge eval: {missing} result(s) missing from {results_path}; run again with --resume")
         return 2
-    report = write_reports(suite, results, out)
+    metrics = write_reports(suite, results, out)
+    report = rounded(metrics)
     run = write_run_info(
         out, started_at, judging_seconds, len(results) - len(skip), concurrency, args.resume, workers
     )
@@ -292,7 +285,14 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             f"({run['judgementsPerSecond']:.1f}/s at concurrency {concurrency}"
             + (f" in {workers} worker processes)" if workers > 1 else ")")
         )
-    failed = check_bounds(report, bounds)
+    nothing_judged = all_errored(report)
+    if nothing_judged is not None:
+        _err(nothing_judged)
+        if quiet:  # the summary (with the error kinds) was not printed
+            for line in error_summary(report):
+                _err(line)
+        return 2
+    failed = check_bounds(metrics, bounds)
     for message in failed:
-        _err(f"FAIL --fail-under: {message}")
+        _err(f"FAIL {message}")
     return 1 if failed else 0

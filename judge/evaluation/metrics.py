@@ -3,8 +3,16 @@
 Definitions (``block`` is the positive class; every (case, repeat) is one judgement):
 
 * ``n`` — judgements; ``errors`` — judgements with an error (no decision, or a hook
-  reported an error and its failMode decided); ``allowRate`` — allow / judgements with a
-  decision.
+  reported an error and its failMode decided); ``errorRate`` = errors / n;
+  ``abstentions`` — judgements with no decision at all (the case could not be
+  evaluated); ``abstentionRate`` = abstentions / n; ``allowRate`` — allow / judgements
+  with a decision. ``errorGroups`` — the errors grouped by message, most frequent first:
+  ``{"message", "count", "examples": ["<id>#<repeat>", ...]}`` (at most
+  :data:`ERROR_EXAMPLES` examples each).
+* A Stop forced through by ``maxRejections`` (decision allow, ``forcedStop``) counts as
+  **block** in every metric: the judge blocked, and the label is about the answer, not
+  about the gate's loop limit (``forcedStops`` counts them; ``judge tune`` scores them
+  the same way).
 * Agreement metrics use the *scored* judgements: labelled, with a decision and no error.
   ``tp`` = label block & decision block, ``fp`` = label allow & block, ``tn`` = allow &
   allow, ``fn`` = label block & allow.
@@ -20,13 +28,22 @@ Definitions (``block`` is the positive class; every (case, repeat) is one judgem
   errorRate, precision, recall, specificity, accuracy, falseBlockRate, falsePassRate,
   flipRate); f1, balancedAccuracy and kappa are not proportions and have none.
 * ``flipRate`` (when some case has more than one repeat) — among cases with at least two
-  decided, error-free repeats, the share whose decisions differ.
+  decided, error-free repeats, the share whose decisions differ. It depends on the
+  number of repeats: the more repeats, the more chances for one to differ (a case that
+  blocks with probability p flips with probability 1 - p^k - (1-p)^k over k repeats),
+  so compare flip rates only between runs with the same repeats (``flips`` records
+  ``repeats`` beside the counts). ``pairFlipRate`` does not depend on it: among the
+  pairs of decided, error-free repeats of one case, the share that disagree (an
+  estimate of 2p(1-p), whatever k).
 * ``latencyMs`` — percentiles of the per-judgement duration, linear interpolation
   between closest ranks. ``tokens`` — summed usage (cached judgements report the usage
   of the original call). ``cachedResults`` — judgements served wholly from the cache.
 
 Everything except ``latencyMs`` and ``cachedResults`` depends only on the decisions, so
 a resumed run reports the same as an uninterrupted one (see :func:`stable_view`).
+Values are computed exactly (:func:`compute_metrics`, what ``--fail-under`` and
+``--fail-over`` compare) and rounded to 6 decimals in ``report.json``
+(:func:`compute_report`).
 """
 
 from __future__ import annotations
@@ -49,6 +66,20 @@ THRESHOLD_METRICS: tuple[str, ...] = (
     "recall",
     "specificity",
 )
+#: Metrics ``--fail-over`` accepts (lower is better for each; allowRate goes both ways).
+UPPER_BOUND_METRICS: tuple[str, ...] = (
+    "abstentionRate",
+    "allowRate",
+    "errorRate",
+    "falseBlockRate",
+    "falsePassRate",
+    "flipRate",
+    "pairFlipRate",
+)
+#: Examples (``id#repeat``) kept per error group.
+ERROR_EXAMPLES = 5
+#: Decimals of the values in ``report.json``.
+DIGITS = 6
 #: Report keys that vary between runs of the same judgements.
 VOLATILE_KEYS: tuple[str, ...] = ("latencyMs", "cachedResults")
 
@@ -96,22 +127,29 @@ def _ratio(num: int, den: int) -> float | None:
     return num / den if den else None
 
 
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
-
 def _ci(num: int, den: int) -> list[float] | None:
     if not den:
         return None
     lo, hi = wilson_interval(num, den)
-    return [round(lo, 6), round(hi, 6)]
+    return [lo, hi]
+
+
+def rounded(value: Any, digits: int = DIGITS) -> Any:
+    """``value`` with every float in it rounded (dicts and lists walked)."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: rounded(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v, digits) for v in value]
+    return value
 
 
 def _classification(scored: list[CaseResult]) -> tuple[dict[str, Any], dict[str, list[float] | None]]:
-    tp = sum(1 for r in scored if r.label == "block" and r.decision == "block")
-    fp = sum(1 for r in scored if r.label == "allow" and r.decision == "block")
-    tn = sum(1 for r in scored if r.label == "allow" and r.decision == "allow")
-    fn = sum(1 for r in scored if r.label == "block" and r.decision == "allow")
+    tp = sum(1 for r in scored if r.label == "block" and r.verdict == "block")
+    fp = sum(1 for r in scored if r.label == "allow" and r.verdict == "block")
+    tn = sum(1 for r in scored if r.label == "allow" and r.verdict == "allow")
+    fn = sum(1 for r in scored if r.label == "block" and r.verdict == "allow")
     n = len(scored)
     recall = _ratio(tp, tp + fn)
     specificity = _ratio(tn, tn + fp)
@@ -119,15 +157,15 @@ def _classification(scored: list[CaseResult]) -> tuple[dict[str, Any], dict[str,
     out: dict[str, Any] = {
         "scored": n,
         "confusion": {"tp": tp, "fp": fp, "tn": tn, "fn": fn},
-        "precision": _r(_ratio(tp, tp + fp)),
-        "recall": _r(recall),
-        "specificity": _r(specificity),
-        "f1": _r(_ratio(2 * tp, 2 * tp + fp + fn)),
-        "accuracy": _r(_ratio(tp + tn, n)),
-        "balancedAccuracy": _r(balanced),
-        "cohenKappa": _r(cohen_kappa(tp, fp, tn, fn)),
-        "falseBlockRate": _r(_ratio(fp, fp + tn)),
-        "falsePassRate": _r(_ratio(fn, fn + tp)),
+        "precision": _ratio(tp, tp + fp),
+        "recall": recall,
+        "specificity": specificity,
+        "f1": _ratio(2 * tp, 2 * tp + fp + fn),
+        "accuracy": _ratio(tp + tn, n),
+        "balancedAccuracy": balanced,
+        "cohenKappa": cohen_kappa(tp, fp, tn, fn),
+        "falseBlockRate": _ratio(fp, fp + tn),
+        "falsePassRate": _ratio(fn, fn + tp),
     }
     ci = {
         "precision": _ci(tp, tp + fp),
@@ -140,38 +178,71 @@ def _classification(scored: list[CaseResult]) -> tuple[dict[str, Any], dict[str,
     return out, ci
 
 
-def _flips(results: list[CaseResult]) -> tuple[int, int]:
-    by_case: dict[str, set[str]] = defaultdict(set)
+def _flips(results: list[CaseResult]) -> dict[str, int]:
+    """Flip counts per case and per pair of repeats (see the module docstring)."""
+    blocks: dict[str, int] = defaultdict(int)
     counts: dict[str, int] = defaultdict(int)
     for r in results:
         if r.decision is not None and r.error is None:
-            by_case[r.id].add(r.decision)
+            blocks[r.id] += r.verdict == "block"
             counts[r.id] += 1
     eligible = [cid for cid, c in counts.items() if c >= 2]
-    flipped = sum(1 for cid in eligible if len(by_case[cid]) > 1)
-    return flipped, len(eligible)
+    return {
+        "flipped": sum(1 for cid in eligible if 0 < blocks[cid] < counts[cid]),
+        "eligible": len(eligible),
+        "disagreeingPairs": sum(blocks[cid] * (counts[cid] - blocks[cid]) for cid in eligible),
+        "pairs": sum(counts[cid] * (counts[cid] - 1) // 2 for cid in eligible),
+    }
 
 
 def _basic(results: list[CaseResult]) -> tuple[dict[str, Any], dict[str, list[float] | None]]:
     decided = [r for r in results if r.decision is not None]
-    allow = sum(1 for r in decided if r.decision == "allow")
+    allow = sum(1 for r in decided if r.verdict == "allow")
     errors = sum(1 for r in results if r.error is not None)
+    abstentions = len(results) - len(decided)
     out: dict[str, Any] = {
         "n": len(results),
         "allow": allow,
         "block": len(decided) - allow,
-        "allowRate": _r(_ratio(allow, len(decided))),
+        "allowRate": _ratio(allow, len(decided)),
         "errors": errors,
-        "errorRate": _r(_ratio(errors, len(results))),
+        "errorRate": _ratio(errors, len(results)),
+        "abstentions": abstentions,
+        "abstentionRate": _ratio(abstentions, len(results)),
     }
-    return out, {"allowRate": _ci(allow, len(decided)), "errorRate": _ci(errors, len(results))}
+    ci = {
+        "allowRate": _ci(allow, len(decided)),
+        "errorRate": _ci(errors, len(results)),
+        "abstentionRate": _ci(abstentions, len(results)),
+    }
+    return out, ci
+
+
+def error_groups(results: list[CaseResult]) -> list[dict[str, Any]]:
+    """The errors grouped by message, most frequent first (then by message)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for r in results:
+        if r.error is not None:
+            groups[r.error].append(f"{r.id}#{r.repeat}")
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return [
+        {"message": message, "count": len(where), "examples": where[:ERROR_EXAMPLES]}
+        for message, where in ordered
+    ]
 
 
 def compute_report(results: list[CaseResult], *, name: str = "") -> dict[str, Any]:
     """The ``report.json`` object for ``results`` (see the module docstring for definitions)."""
+    report: dict[str, Any] = rounded(compute_metrics(results, name=name))
+    return report
+
+
+def compute_metrics(results: list[CaseResult], *, name: str = "") -> dict[str, Any]:
+    """:func:`compute_report` with exact (unrounded) values."""
     report: dict[str, Any] = {"name": name}
     basic, ci = _basic(results)
     report.update(basic)
+    report["errorGroups"] = error_groups(results)
     report["cases"] = len({r.id for r in results})
     report["repeats"] = max((r.repeat for r in results), default=-1) + 1
     report["forcedStops"] = sum(1 for r in results if r.forced_stop)
@@ -183,23 +254,24 @@ def compute_report(results: list[CaseResult], *, name: str = "") -> dict[str, An
         report.update(metrics)
         ci.update(metric_ci)
         report["disagreements"] = [
-            {"id": r.id, "repeat": r.repeat, "label": r.label, "decision": r.decision, "reason": r.reason}
+            {"id": r.id, "repeat": r.repeat, "label": r.label, "decision": r.verdict, "reason": r.reason}
             for r in scored
-            if r.decision != r.label
+            if r.verdict != r.label
         ]
     if report["repeats"] > 1:
-        flipped, eligible = _flips(results)
-        report["flipRate"] = _r(_ratio(flipped, eligible))
-        report["flips"] = {"flipped": flipped, "eligible": eligible}
-        ci["flipRate"] = _ci(flipped, eligible)
+        flips = _flips(results)
+        report["flipRate"] = _ratio(flips["flipped"], flips["eligible"])
+        report["pairFlipRate"] = _ratio(flips["disagreeingPairs"], flips["pairs"])
+        report["flips"] = {**flips, "repeats": report["repeats"]}
+        ci["flipRate"] = _ci(flips["flipped"], flips["eligible"])
     report["ci95"] = ci
     durations = [r.duration_ms for r in results]
     report["latencyMs"] = {
-        "p50": _r(percentile(durations, 50)),
-        "p90": _r(percentile(durations, 90)),
-        "p99": _r(percentile(durations, 99)),
-        "mean": _r(sum(durations) / len(durations)) if durations else None,
-        "max": _r(max(durations)) if durations else None,
+        "p50": percentile(durations, 50),
+        "p90": percentile(durations, 90),
+        "p99": percentile(durations, 99),
+        "mean": sum(durations) / len(durations) if durations else None,
+        "max": max(durations) if durations else None,
     }
     report["tokens"] = {
         "inputTokens": sum(r.usage.input_tokens for r in results),
@@ -237,12 +309,13 @@ def metric_value(report: dict[str, Any], metric: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def canonical_metric(name: str) -> str | None:
-    """``recall``, ``Recall``, ``balanced_accuracy``, ``cohen-kappa`` ... → the report key."""
+def canonical_metric(name: str, metrics: tuple[str, ...] = THRESHOLD_METRICS) -> str | None:
+    """``recall``, ``Recall``, ``balanced_accuracy``, ``cohen-kappa`` ... → the report key
+    (None unless it is one of ``metrics``)."""
     key = name.strip().replace("_", "").replace("-", "").lower()
-    for metric in THRESHOLD_METRICS:
+    for metric in metrics:
         if metric.lower() == key:
             return metric
-    if key == "kappa":
+    if key == "kappa" and "cohenKappa" in metrics:
         return "cohenKappa"
     return None

@@ -190,6 +190,21 @@ def _tags(report: dict[str, Any]) -> str:
     )
 
 
+def _error_groups(report: dict[str, Any]) -> str:
+    groups = report.get("errorGroups") or []
+    if not groups:
+        return ""
+    rows = [
+        f"<tr><td class=num>{g['count']}</td><td>{_e(g['message'])}</td>"
+        f"<td>{_e(', '.join(g['examples']))}{' …' if g['count'] > len(g['examples']) else ''}</td></tr>"
+        for g in groups
+    ]
+    return (
+        f"<h3>Errors by message ({len(groups)} kind(s))</h3><table><tr><th>count</th><th>message</th>"
+        "<th>examples (case#repeat)</th></tr>" + "".join(rows) + "</table>"
+    )
+
+
 def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[Case], base_dir: Path) -> str:
     """The whole report page."""
     by_id = {c.id: c for c in cases}
@@ -226,6 +241,7 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
     body.append(f"<h2>Errors ({len(errors)})</h2>")
     if not errors:
         body.append("<p>None.</p>")
+    body.append(_error_groups(report))
     for r in errors[:MAX_LISTED]:
         body.append(_item(r, by_id.get(r.id), base_dir, "error"))
     body.append("<h2>Latency</h2>")

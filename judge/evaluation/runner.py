@@ -52,6 +52,12 @@ class CaseResult(BaseModel):
     tags: list[str] = Field(default_factory=list)
     cached: bool = False
 
+    @property
+    def verdict(self) -> Literal["allow", "block"] | None:
+        """The decision metrics score: a Stop forced through by ``maxRejections`` is the
+        block the judge gave (the label is about the answer, not the loop limit)."""
+        return "block" if self.forced_stop else self.decision
+
     def to_line(self) -> str:
         """The JSONL line (with its newline)."""
         return json.dumps(self.model_dump(by_alias=True), ensure_ascii=False) + "\n"
@@ -60,14 +66,15 @@ class CaseResult(BaseModel):
 class _CaseJudge:
     """Per-case view of the shared judge that notes whether answers came from the cache."""
 
-    def __init__(self, judge: PromptJudge) -> None:
+    def __init__(self, judge: PromptJudge, case_id: str) -> None:
         self.judge = judge
+        self.case_id = case_id
         self.hits = 0
         self.misses = 0
 
     async def evaluate(self, request: PromptRequest) -> PromptVerdict:
         if isinstance(self.judge, CachingJudge):
-            verdict, hit = await self.judge.evaluate_cached(request)
+            verdict, hit = await self.judge.evaluate_cached(request, self.case_id)
         else:
             verdict, hit = await self.judge.evaluate(request), False
         if hit:
@@ -118,7 +125,7 @@ async def _judge_one(
     repeat: int,
     transcripts: _Transcripts,
 ) -> CaseResult:
-    recorder = _CaseJudge(judge)
+    recorder = _CaseJudge(judge, case.id)
     engine = engine_for(recorder)
     result = CaseResult(id=case.id, repeat=repeat, label=case.label, group=case.group, tags=case.tags)
     start = time.perf_counter()

@@ -112,12 +112,14 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
 
 
 def blocked_result(tool_use_id: str, reason: str) -> ToolResult:
-    """The synthetic ``tool_result`` of a denied call (SPEC §6)."""
+    """The synthetic ``tool_result`` of a denied call (SPEC §6): ``BLOCKED: <reason>``,
+    prefixed once (a reason that already starts with ``BLOCKED:`` is used as it is)."""
+    text = reason if reason.lstrip().upper().startswith("BLOCKED:") else f"BLOCKED: {reason}"
     return {
         "type": "tool_result",
         "tool_use_id": tool_use_id,
         "is_error": True,
-        "content": f"BLOCKED: {reason}",
+        "content": text,
     }
 
 

@@ -70,7 +70,9 @@ class LLMJudge:
             async with asyncio.timeout_at(deadline):
                 return await self._evaluate(request, model, env, deadline)
         except TimeoutError:
-            raise HookError(f"the judgement timed out after {hook.timeout}s", model=model.label) from None
+            raise HookError(
+                f"the judgement timed out after {hook.timeout}s waiting for {model.label}", model=model.label
+            ) from None
         except HookError as exc:
             if exc.model is None:
                 exc.model = model.label

@@ -2,9 +2,14 @@
 
 Transient failures (:class:`~judge.llm.providers.base.TransientError`: 429, 5xx, timeouts,
 connection errors) are retried with jittered exponential backoff; a server's
-``retry-after`` is honoured. Everything happens before ``deadline`` (an event-loop time):
-no sleep runs past it and each attempt gets only the time that remains. When retrying
-is hopeless or exhausted the last failure becomes a :class:`~judge.errors.HookError`.
+``retry-after`` is honoured. A server that cannot be reached at all
+(:class:`~judge.llm.providers.base.ConnectionFailure`: connection refused, unknown host)
+gets :data:`CONNECT_ATTEMPTS` attempts a fraction of a second apart, not the whole hook
+timeout. Everything happens before ``deadline`` (an event-loop time): no sleep runs past
+it. An attempt may use :data:`ATTEMPT_SHARE` of the time that remains (all of it when
+that share is too short to be worth a retry), so a request that hangs is abandoned and
+retried in time. When retrying is hopeless or exhausted the last failure becomes a
+:class:`~judge.errors.HookError`.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from tenacity import (
 from tenacity.stop import stop_base
 
 from judge.errors import HookError
-from judge.llm.providers.base import TransientError
+from judge.llm.providers.base import ConnectionFailure, TransientError
 
 T = TypeVar("T")
 
@@ -32,6 +37,13 @@ BACKOFF_MULTIPLIER = 0.5
 BACKOFF_MAX = 8.0
 #: The least time worth starting another attempt with.
 MIN_ATTEMPT_SECONDS = 0.05
+#: Attempts for a server that cannot be reached, and the first pause between them.
+CONNECT_ATTEMPTS = 3
+CONNECT_BACKOFF = 0.25
+#: The share of the remaining time one attempt may use, and the least time worth
+#: keeping for the retry after it (below that, an attempt gets all the time left).
+ATTEMPT_SHARE = 2 / 3
+MIN_RETRY_SECONDS = 0.5
 
 _jitter = wait_random_exponential(multiplier=BACKOFF_MULTIPLIER, max=BACKOFF_MAX)
 
@@ -42,9 +54,26 @@ def _remaining(deadline: float) -> float:
 
 def _wait(state: RetryCallState) -> float:
     error = state.outcome.exception() if state.outcome else None
+    if isinstance(error, ConnectionFailure):
+        return float(CONNECT_BACKOFF * 2 ** (state.attempt_number - 1))
     hint = error.retry_after if isinstance(error, TransientError) else None
     delay = hint if hint is not None else _jitter(state)
     return max(0.0, delay)
+
+
+class _StopWhenUnreachable(stop_base):
+    """Give up on a server that refused (or could not be found) :data:`CONNECT_ATTEMPTS` times."""
+
+    def __call__(self, state: RetryCallState) -> bool:
+        error = state.outcome.exception() if state.outcome else None
+        return isinstance(error, ConnectionFailure) and state.attempt_number >= CONNECT_ATTEMPTS
+
+
+def attempt_timeout(remaining: float) -> float:
+    """How long one attempt may take when ``remaining`` seconds are left (see module doc)."""
+    if remaining * (1 - ATTEMPT_SHARE) < MIN_RETRY_SECONDS:
+        return remaining
+    return remaining * ATTEMPT_SHARE
 
 
 class _StopAtDeadline(stop_base):
@@ -66,14 +95,14 @@ async def call_with_retries(
     *,
     max_attempts: int = MAX_ATTEMPTS,
 ) -> T:
-    """Run ``attempt(remaining_seconds)`` until it succeeds, retrying transient errors.
+    """Run ``attempt(timeout_seconds)`` until it succeeds, retrying transient errors.
 
     ``deadline`` is in :func:`asyncio.get_running_loop().time` seconds.
     """
     retrying = AsyncRetrying(
         retry=_RETRY,
         wait=_wait,
-        stop=stop_after_attempt(max_attempts) | _StopAtDeadline(deadline),
+        stop=stop_after_attempt(max_attempts) | _StopWhenUnreachable() | _StopAtDeadline(deadline),
         reraise=True,
     )
     attempts = 0
@@ -84,7 +113,7 @@ async def call_with_retries(
                 remaining = _remaining(deadline)
                 if remaining <= 0:
                     raise HookError("the hook timeout was reached before the model answered")
-                return await attempt(remaining)
+                return await attempt(attempt_timeout(remaining))
     except TransientError as exc:
         hint = f" (server asked to retry after {exc.retry_after:g} s)" if exc.retry_after else ""
         raise HookError(

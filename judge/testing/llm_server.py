@@ -22,7 +22,9 @@ delay, or a hang. Every request is recorded in :attr:`LLMServer.requests`. Side 
 ``HEAD /`` probe) are answered at once and recorded in :attr:`LLMServer.side_requests`.
 
 It runs uvicorn (asyncio) in a background thread on 127.0.0.1 with a free port, so it
-handles many concurrent requests (``latency=`` adds a delay to every answer).
+handles many concurrent requests (``latency=`` adds a delay to every answer). With
+``api_key=`` it checks keys as the real services do: a request without that key
+(``Authorization: Bearer`` or ``x-api-key``) gets a 401 in its wire format.
 """
 
 from __future__ import annotations
@@ -87,8 +89,10 @@ class LLMServer:
         default: Reply | None = None,
         latency: float = 0.0,
         record: bool = True,
+        api_key: str | None = None,
     ) -> None:
         self.handler = handler
+        self.api_key = api_key
         self.default = default or verdict(True)
         self.latency = latency
         self.record = record
@@ -241,6 +245,8 @@ class LLMServer:
             return None, _error(fmt, 400, "request body is not JSON")
         if not isinstance(body, dict):
             return None, _error(fmt, 400, "request body must be a JSON object")
+        if self.api_key is not None and not _key_matches(request, self.api_key):
+            return None, _error(fmt, 401, "invalid api key")
         recorded = LLMRequest(fmt, request.url.path, body, dict(request.headers))
         reply = await self._reply_for(recorded)
         wait = reply.delay + self.latency
@@ -334,6 +340,14 @@ class LLMServer:
             path = f"{request.method} {request.url.path}"
             with self._lock:
                 self.side_requests.append(LLMRequest("anthropic", path, body or {}, dict(request.headers)))
+
+
+def _key_matches(request: Request, key: str) -> bool:
+    given = request.headers.get("x-api-key")
+    if given is None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        given = token if scheme.lower() == "bearer" else None
+    return given == key
 
 
 def _usage(recorded: LLMRequest, reply: Reply) -> tuple[int, int]:

@@ -3,8 +3,8 @@
 The tuned hook is measured alone: the evaluated config holds only that hook (its prompt
 replaced by the candidate), so other hooks of the config neither run nor cost calls.
 A result's decision is the hook's verdict: a stop forced through by ``maxRejections``
-still counts as the block the judge gave, and a result with an error (timeout, provider
-failure) has no decision, which scores as a miss.
+still counts as the block the judge gave (as in ``judge eval``'s metrics), and a result
+with an error (timeout, provider failure) has no decision, which scores as a miss.
 """
 
 from __future__ import annotations
@@ -100,9 +100,7 @@ def hook_verdict(result: CaseResult) -> str | None:
     """The tuned hook's verdict in one result (see the module docstring)."""
     if result.error is not None:
         return None
-    if result.forced_stop:
-        return "block"
-    return result.decision
+    return result.verdict
 
 
 def outcomes(results: Sequence[CaseResult], labels: Mapping[str, str | None]) -> list[ItemOutcome]:

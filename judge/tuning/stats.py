@@ -7,7 +7,6 @@ i.e. a two-sided binomial test with p = 1/2 on the discordant pairs.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -53,8 +52,13 @@ def mcnemar_exact(b: int, c: int) -> float:
     if n == 0:
         return 1.0
     k = min(b, c)
-    tail = float(sum(math.comb(n, i) for i in range(k + 1))) / float(2**n)
-    return min(1.0, 2.0 * tail)
+    # Exact integers, divided once: int / int is correctly rounded for any size
+    # (float(2**n) overflows from n = 1024 discordant pairs on).
+    term, total = 1, 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        total += term
+    return min(1.0, 2.0 * (total / (1 << n)))
 
 
 class ItemPair(BaseModel):

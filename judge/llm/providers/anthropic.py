@@ -115,7 +115,7 @@ class AnthropicProvider(SDKProvider):
         """The answer from a Messages response body."""
         blocks = data.get("content") if isinstance(data, dict) else None
         if not isinstance(data, dict) or not isinstance(blocks, list):
-            raise TransientError(f"{self.label}: the response has no content")
+            raise TransientError(f"{self.label} at {self.url}: the response has no content")
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in blocks:

@@ -3,8 +3,10 @@
 A provider translates these neutral messages to its wire format, makes ONE request
 (no retries of its own: SDKs are created with ``max_retries=0``), and translates the
 answer back. Failures are raised as :class:`TransientError` (worth retrying: 429, 5xx,
-timeouts, connection errors) or :class:`~judge.errors.HookError` (permanent: missing
-key, unknown model, rejected request). Retrying is :mod:`judge.llm.retry`'s job.
+timeouts, connection errors; :class:`ConnectionFailure` when the server cannot be
+reached at all) or :class:`~judge.errors.HookError` (permanent: missing key, key
+rejected, unknown model, rejected request, TLS failure). Every error names the
+provider, the model and the base URL. Retrying is :mod:`judge.llm.retry`'s job.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from judge.decision import Usage
 from judge.errors import HookError
+from judge.llm.providers.failures import ConnectionFailure as ConnectionFailure
+from judge.llm.providers.failures import TransientError as TransientError
+from judge.llm.providers.failures import transport_failure
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
@@ -90,14 +95,6 @@ class Provider(Protocol):
         tool_choice: ToolChoice = "auto",
         timeout: float | None = None,
     ) -> Completion: ...
-
-
-class TransientError(Exception):
-    """A failure worth retrying; ``retry_after`` is the server's hint in seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -283,27 +280,29 @@ class SDKProvider:
                 return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
             raise self._translate(exc) from None
         except ValueError:  # a 200 whose body is not JSON (a proxy's page, a broken server)
-            raise TransientError(f"{self.label}: the response is not JSON") from None
-        except self.sdk.APITimeoutError:
-            raise TransientError(f"{self.label}: request timed out") from None
-        except self.sdk.APIConnectionError as exc:
-            raise TransientError(f"{self.label}: connection error: {exc}") from None
+            raise TransientError(f"{self.label} at {self.url}: the response is not JSON") from None
+        except (self.sdk.APITimeoutError, self.sdk.APIConnectionError) as exc:
+            # (the openai SDK reports a refused connection as a timeout: read the cause)
+            raise transport_failure(exc, self.label, self.url) from None
         except self.sdk_error as exc:
-            raise HookError(f"{self.label}: {exc}") from None
+            raise HookError(f"{self.label} at {self.url}: {exc}") from None
         return self.completion(data)
 
     def _translate(self, exc: Any) -> Exception:
         status: int = exc.status_code
         detail = error_message(exc)
-        where = f" at {self.base_url}" if self.base_url else ""
         if transient_status(status):
-            return TransientError(
-                f"{self.label}: HTTP {status}: {detail}", parse_retry_after(exc.response.headers)
-            )
+            hint = parse_retry_after(exc.response.headers)
+            return TransientError(f"{self.label} at {self.url}: HTTP {status}: {detail}", hint)
         if status == 404:
-            return HookError(f"unknown model {self.label}{where} (HTTP 404): {detail}")
+            return HookError(f"unknown model {self.label} at {self.url} (HTTP 404): {detail}")
         if status in (401, 403):
             return HookError(
-                f"{self.label}: authentication failed (HTTP {status}); check {self.key_var}: {detail}"
+                f"{self.label}: key rejected by {self.url} (HTTP {status}); check {self.key_var}: {detail}"
             )
-        return HookError(f"{self.label}: request rejected (HTTP {status}): {detail}")
+        return HookError(f"{self.label} at {self.url}: request rejected (HTTP {status}): {detail}")
+
+    @property
+    def url(self) -> str:
+        """The base URL requests go to (the SDK's default when none is configured)."""
+        return str(getattr(self._client, "base_url", None) or self.base_url or "").rstrip("/")

@@ -126,7 +126,7 @@ class OpenAIProvider(SDKProvider):
         """The answer from a Chat Completions response body."""
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise TransientError(f"{self.label}: the response has no choices")
+            raise TransientError(f"{self.label} at {self.url}: the response has no choices")
         message = choices[0].get("message")
         message = message if isinstance(message, dict) else {}
         calls: list[ToolCall] = []
