@@ -97,13 +97,15 @@ class Slow(ScriptedJudge):
             os._exit(3)
         return await super().evaluate(request)
 
-sys.exit(eval_main(build_parser().parse_args(sys.argv[1:]), judge=Slow(delay=0.05)))
+sys.exit(eval_main(build_parser().parse_args(sys.argv[1:]), judge=Slow(delay=float(os.environ["DELAY"]))))
 """
 
 
-def start_run(tmp_path: Path, out: Path, n: int, **env_extra: str) -> tuple[subprocess.Popen[bytes], Path]:
+def start_run(
+    tmp_path: Path, out: Path, n: int, delay: float = 0.05, **env_extra: str
+) -> tuple[subprocess.Popen[bytes], Path]:
     suite = write_suite(tmp_path / "s", labelled_rows(n))
-    env = {**os.environ, "PYTHONPATH": str(REPO), **env_extra}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "DELAY": str(delay), **env_extra}
     argv = [
         "eval",
         str(suite),
@@ -178,9 +180,10 @@ def test_kill_9_of_the_parent_kills_the_workers_and_resume_finishes(tmp_path: Pa
 @pytest.mark.slow
 def test_ctrl_c_stops_the_workers_keeps_results_and_says_resume(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    proc, suite = start_run(tmp_path, out, 80)
+    proc, suite = start_run(tmp_path, out, 80, delay=0.5)  # ~20 s left when interrupted
     wait_for_results(proc, out / "results.jsonl", 6)
     workers = children_of(proc.pid)
+    assert proc.poll() is None
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal does: the whole process group
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err.decode()

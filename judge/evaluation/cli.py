@@ -10,7 +10,6 @@ interrupted run (Ctrl-C: the finished results stay in ``DIR/results.jsonl``;
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -34,7 +33,7 @@ from judge.evaluation.runner import (
     pairs,
     read_results,
     repair_results,
-    run_cases,
+    run_suite,
 )
 from judge.evaluation.suite import Suite, SuiteError, load_suite
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
@@ -228,30 +227,22 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
                 writer.close()
     else:
         open_writer()
-        cache = JudgementCache(cache_path) if cache_path is not None else None
         try:
-            asyncio.run(
-                run_cases(
-                    suite.config,
-                    suite.event,
-                    suite.cases,
-                    base_dir=suite.base_dir,
-                    repeats=repeats,
-                    concurrency=concurrency,
-                    judge=judge,
-                    cache=cache,
-                    on_result=writers[0].write,
-                    progress=progress,
-                    skip=skip,
-                )
+            run_suite(
+                suite,
+                repeats=repeats,
+                concurrency=concurrency,
+                judge=judge,
+                cache_path=cache_path,
+                on_result=writers[0].write,
+                skip=skip,
+                progress=progress,
             )
         except KeyboardInterrupt:
             interrupted = True
         finally:
             judging_seconds = time.perf_counter() - started
             writers[0].close()
-            if cache is not None:
-                cache.close()
     write_error = next((w.error for w in writers if w.error is not None), None)
     if write_error is not None:
         _err(f"judge eval: writing {results_path} failed: {write_error}")

@@ -29,7 +29,7 @@ from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, default_judge
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.progress import Progress
-from judge.evaluation.suite import Case, resolve_path
+from judge.evaluation.suite import Case, Suite, resolve_path
 
 DEFAULT_CONCURRENCY = 16
 
@@ -222,6 +222,41 @@ async def run_cases(
         if progress is not None:
             progress.finish()
     return [results[key] for key in sorted(results)]
+
+
+def run_suite(
+    suite: Suite,
+    *,
+    repeats: int,
+    concurrency: int,
+    judge: PromptJudge | None,
+    cache_path: Path | None,
+    on_result: Callable[[CaseResult], None],
+    skip: set[tuple[str, int]],
+    progress: Progress | None = None,
+) -> None:
+    """Run ``suite``'s pairs not in ``skip`` to the end on a new event loop, with this
+    process's own connection to the judgement cache at ``cache_path`` (None: no cache)."""
+    cache = JudgementCache(cache_path) if cache_path is not None else None
+    try:
+        asyncio.run(
+            run_cases(
+                suite.config,
+                suite.event,
+                suite.cases,
+                base_dir=suite.base_dir,
+                repeats=repeats,
+                concurrency=concurrency,
+                judge=judge,
+                cache=cache,
+                on_result=on_result,
+                progress=progress,
+                skip=skip,
+            )
+        )
+    finally:
+        if cache is not None:
+            cache.close()
 
 
 # ---------------------------------------------------------------------------

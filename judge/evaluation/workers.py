@@ -5,7 +5,7 @@ concurrency a run is CPU-bound on one core while the others idle. With workers, 
 (case, repeat) pairs still to run are dealt round-robin into N shards; each worker is a
 forked copy of ``judge eval`` (no new interpreter; the SDKs the suite uses are imported
 once, before forking) that runs
-its shard with :func:`judge.evaluation.runner.run_cases` on its own event loop, with its
+its shard with :func:`judge.evaluation.runner.run_suite` on its own event loop, with its
 own SDK clients, its own connection to the judgement cache (SQLite in WAL mode, shared
 safely across processes) and ``concurrency / N`` judgements in flight.
 
@@ -40,9 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.decision import PromptJudge
-from judge.evaluation.cache import JudgementCache
 from judge.evaluation.progress import Progress
-from judge.evaluation.runner import CaseResult, run_cases
+from judge.evaluation.runner import CaseResult, run_suite
 from judge.evaluation.suite import Suite
 
 #: Fewest (case, repeat) pairs per worker when the number of workers is chosen automatically.
@@ -122,36 +121,26 @@ def _worker(
     cache_path: Path | None,
 ) -> None:
     """Run one shard in a forked worker and send each result to the parent."""
-    import asyncio
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent(parent)
     skip = {(case.id, r) for case in suite.cases for r in range(repeats)} - shard
-    cache = JudgementCache(cache_path) if cache_path is not None else None
 
     def send(result: CaseResult) -> None:
         conn.send_bytes(result.to_line().encode("utf-8"))
 
     try:
-        asyncio.run(
-            run_cases(
-                suite.config,
-                suite.event,
-                suite.cases,
-                base_dir=suite.base_dir,
-                repeats=repeats,
-                concurrency=concurrency,
-                judge=judge,
-                cache=cache,
-                on_result=send,
-                skip=skip,
-            )
+        run_suite(
+            suite,
+            repeats=repeats,
+            concurrency=concurrency,
+            judge=judge,
+            cache_path=cache_path,
+            on_result=send,
+            skip=skip,
         )
         conn.send_bytes(_DONE)
     finally:
-        if cache is not None:
-            cache.close()
         conn.close()
 
 
