@@ -52,15 +52,27 @@ def _write(session: ClaudeSession, word: str) -> str:
     return f"echo {word} > {session.project / 'out.txt'}"
 
 
-def test_pretooluse_deny_stops_the_call_and_tells_the_model_why(session: ClaudeSession) -> None:
-    deny = command_hook('echo "no writes to out.txt today" >&2\nexit 2', matcher="Bash")
-    session.judge_config = {"hooks": {"PreToolUse": [deny]}}
+REASON = "no writes to out.txt today"
+DENIERS = {
+    "command": command_hook(f'echo "{REASON}" >&2\nexit 2', matcher="Bash"),
+    "prompt": {
+        "type": "prompt",
+        "matcher": "Bash",
+        "model": f"fake:block:{REASON}",
+        "prompt": "Judge $ARGUMENTS",
+    },
+}
+
+
+@pytest.mark.parametrize("kind", sorted(DENIERS))
+def test_pretooluse_deny_stops_the_call_and_tells_the_model_why(session: ClaudeSession, kind: str) -> None:
+    session.judge_config = {"hooks": {"PreToolUse": [DENIERS[kind]]}}
     result = session.run("write the file", [tool("Bash", "toolu_deny", command=_write(session, "x"))])
     assert result.returncode == 0, result.explain()
     assert not (session.project / "out.txt").exists()
     seen = tool_result_of(result.agent_requests[1], "toolu_deny")
     assert seen is not None and seen.get("is_error") is True
-    assert "no writes to out.txt today" in seen["text"]
+    assert REASON in seen["text"]
 
 
 def test_pretooluse_rewrite_runs_in_a_headless_session(session: ClaudeSession) -> None:
