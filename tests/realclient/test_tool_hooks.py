@@ -15,7 +15,7 @@ Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks)
   ``tool_response``;
 * an MCP tool's ``tool_response`` is its content list; its ``updatedToolOutput`` may be a
   string or such a list;
-* ``permissionDecision: "ask"`` is refused under ``-p`` whatever the permission mode (the
+* ``permissionDecision: "ask"`` is refused under ``-p`` (seen in the default and acceptEdits modes; the
   model gets the reason as an error result); ``updatedInput`` without a permission
   decision is applied and the call then goes through Claude Code's own permission rules;
 * when Claude Code's own hook timeout fires, it cancels the hook (a ``hook_cancelled``
