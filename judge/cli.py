@@ -225,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--transcripts-dir", help="execution_summary paths must be inside this folder")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
+    p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")
+    p.add_argument("--header-timeout", type=float, help="seconds to send request headers (default 10)")
+    p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
     p.set_defaults(func=cmd_serve)
 
     add_claude_code_parser(sub, cmd_claude_code, cmd_claude_code_install)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
 import signal
 import socket
@@ -31,6 +32,17 @@ from judge.server_app import (
     configure_logging,
     create_app,
     settings_to_env,
+)
+from judge.server_limits import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    ConnectionLimits,
+    GuardedH11Protocol,
+    accept_backlog,
+    configure,
+    default_max_connections,
+    max_connections_allowed,
+    raise_fd_limit,
 )
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
@@ -92,13 +104,37 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     transcripts = Path(args.transcripts_dir) if args.transcripts_dir else None
     if transcripts is not None and not transcripts.is_dir():
         raise ValueError(f"--transcripts-dir {transcripts}: not a directory")
+    timeouts = {}
+    for flag, default in (("header_timeout", DEFAULT_HEADER_TIMEOUT), ("body_timeout", DEFAULT_BODY_TIMEOUT)):
+        value = getattr(args, flag, None)
+        value = default if value is None else float(value)
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"--{flag.replace('_', '-')} must be a positive number of seconds, got {value}")
+        timeouts[flag] = value
     return ServerSettings(
         config=config,
         data_dir=data_dir,
         transcripts_dir=transcripts,
         max_body=max_body,
         api_token=os.environ.get(TOKEN_ENV) or None,
+        max_connections=_max_connections(getattr(args, "max_connections", None)),
+        **timeouts,
     )
+
+
+def _max_connections(given: int | None) -> int:
+    """The per-worker connection cap: ``--max-connections`` or derived from the (raised)
+    file descriptor limit, always below it."""
+    fd_limit = raise_fd_limit()
+    if given is None:
+        return default_max_connections(fd_limit)
+    allowed = max_connections_allowed(fd_limit)
+    if not 1 <= given <= allowed:
+        raise ValueError(
+            f"--max-connections must be between 1 and {allowed} (the open file limit is {fd_limit}), "
+            f"got {given}"
+        )
+    return given
 
 
 def is_loopback(host: str) -> bool:
@@ -156,12 +192,25 @@ def serve_main(args: argparse.Namespace) -> int:
         f"transcripts dir {settings.transcripts_dir or 'none (execution_summary paths refused)'}, "
         f"max body {settings.max_body} bytes, {auth}, {workers} worker(s)"
     )
+    _err(
+        f"judge serve: at most {settings.max_connections} connections per worker; request headers "
+        f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s"
+    )
+    configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
     _keep_signals_quiet()
     try:
         if workers > 1:
             _run_workers(args.config, settings, sock, workers)
         else:
-            config = uvicorn.Config(app, loop=LOOP, log_level="warning", access_log=False, lifespan="on")
+            config = uvicorn.Config(
+                app,
+                loop=LOOP,
+                http=GuardedH11Protocol,
+                backlog=accept_backlog(settings.max_connections or 1),
+                log_level="warning",
+                access_log=False,
+                lifespan="on",
+            )
             uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
@@ -191,6 +240,8 @@ def _run_workers(
         "judge.server_app:app_from_env",
         factory=True,
         loop=LOOP,
+        http="judge.server_limits:GuardedH11Protocol",
+        backlog=accept_backlog(settings.max_connections or 1),
         workers=workers,
         log_level="warning",
         access_log=False,

@@ -253,11 +253,18 @@ def _evict_old(folder: Path) -> None:
                 entry.unlink()
 
 
+#: Folders whose name starts with this hold one private transcript (the service's inline
+#: transcripts): its rendered copy is kept in the same folder, so removing the folder
+#: removes every copy, even one a late render writes after the request ended.
+PRIVATE_PREFIX = "judge-private-"
+
+
 def _rendered_target(source: Path, fmt: str) -> Path:
     """Where the rendered copy of ``source`` (this size and mtime) is cached."""
     info = source.stat()
     key = f"{source.resolve()}|{info.st_size}|{info.st_mtime_ns}|{fmt}|{RENDER_VERSION}"
-    return _cache_dir() / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.txt"
+    folder = source.parent if source.parent.name.startswith(PRIVATE_PREFIX) else _cache_dir()
+    return folder / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.txt"
 
 
 def discard_rendered(path: str | Path) -> None:

@@ -410,7 +410,9 @@ def test_execution_summary_confined_to_transcripts_dir(main: Service, dirs: dict
         assert status == 200, decision
         info = json.loads(decision["hookSpecificOutput"]["additionalContext"])
         assert info["text"].startswith("1: user: fix the bug")
-        assert Path(info["path"]) == (dirs["transcripts"] / "t1.txt").resolve()
+        # The hooks read a private snapshot of the file (same name), removed afterwards.
+        assert Path(info["path"]).name == "t1.txt" and info["mode"] == 0o600
+        assert not Path(info["path"]).exists()
     outside = [
         "../secret.txt",
         str(dirs["root"] / "secret.txt"),

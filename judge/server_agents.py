@@ -1,0 +1,69 @@
+"""Custom agents of the HTTP service: name checks and PUT bodies (platform form or
+resource document) validated into a :class:`~judge.config.CustomAgent`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from judge.config import CustomAgent, validate_custom_agent
+from judge.errors import ConfigError
+from judge.server_bodies import ApiError
+
+AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def check_name(name: str) -> str:
+    if not AGENT_NAME.match(name):
+        raise ApiError(
+            400,
+            f"invalid agent name {name[:80]!r}: use 1-128 letters, digits, '_', '.', '-' "
+            "(starting with a letter or digit)",
+        )
+    return name
+
+
+def agent_properties(agent: CustomAgent) -> dict[str, Any]:
+    """The stored (normalised) properties of a validated custom agent."""
+    props = agent.model_dump(mode="json", by_alias=True, exclude_none=True)
+    hooks = props.get("hooks") or {}
+    props["hooks"] = {event: entries for event, entries in hooks.items() if entries}
+    return props
+
+
+def agent_from_document(name: str, doc: Any) -> CustomAgent:
+    """Validate a PUT body: the platform form or the YAML/JSON resource document."""
+    if not isinstance(doc, dict):
+        raise ApiError(400, f"body must be an object, got {type(doc).__name__}")
+    if "properties" in doc:
+        unknown = sorted(set(doc) - {"name", "properties"})
+        if unknown:
+            raise ApiError(400, "invalid custom agent", [f"{k}: unknown key" for k in unknown])
+        given = doc.get("name")
+        if given is not None and given != name:
+            raise ApiError(400, f"name in the body ({given!r:.80}) does not match the URL ({name!r})")
+        body, prefix = doc["properties"], "properties"
+    elif "spec" in doc or "kind" in doc:
+        unknown = sorted(set(doc) - {"api_version", "apiVersion", "kind", "metadata", "spec"})
+        problems = [f"{k}: unknown key" for k in unknown]
+        kind = doc.get("kind")
+        if kind is not None and kind != "ExtendedAgent":
+            problems.append(f"kind: expected 'ExtendedAgent', got {kind!r:.80}")
+        metadata = doc.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            problems.append("metadata: must be a mapping")
+        elif metadata and metadata.get("name") not in (None, name):
+            problems.append(f"metadata.name: {metadata.get('name')!r:.80} does not match the URL ({name!r})")
+        if problems:
+            raise ApiError(400, "invalid custom agent", problems)
+        body, prefix = doc.get("spec") or {}, "spec"
+    else:
+        raise ApiError(
+            400,
+            'expected {"name": ..., "properties": {"instructions": ..., "hooks": {...}}} '
+            "or a resource document with spec",
+        )
+    try:
+        return validate_custom_agent(body, prefix)
+    except ConfigError as exc:
+        raise ApiError(400, "invalid custom agent", exc.problems) from None

@@ -1,0 +1,183 @@
+"""The endpoints of the HTTP service (INTERFACES §5), bound to one configuration,
+state store, audit log and judge. :mod:`judge.server_app` routes requests here."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from judge.audit import AuditLog
+from judge.config import EVENTS, STOP_EVENTS, Config, validate_custom_agent
+from judge.context import parse_context
+from judge.decision import PromptJudge
+from judge.engine import Engine, default_judge
+from judge.errors import ConfigError, ContextError
+from judge.gate import Gate
+from judge.server_agents import AGENT_NAME, agent_from_document, agent_properties, check_name
+from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
+from judge.server_files import (
+    confine_path,
+    private_folder,
+    remove_folder,
+    snapshot_confined,
+    write_private,
+)
+from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+from judge.server_locks import SessionLocks
+from judge.state import Store
+
+#: Name of the state database inside the data dir.
+STATE_DB = "state.sqlite3"
+MAX_SESSION_ID = 256
+#: Validated custom agents kept per worker (re-validated whenever the stored body changes).
+AGENT_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """What the service needs; :func:`judge.server.serve_main` builds it from the flags."""
+
+    config: Config
+    data_dir: Path
+    transcripts_dir: Path | None = None
+    max_body: int = DEFAULT_MAX_BODY
+    api_token: str | None = None
+    #: Seconds a client has to send its request headers (:mod:`judge.server_limits`).
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    #: Seconds a client has to send the whole body once the headers are in.
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
+    #: Open connections per worker; None: derived from the file descriptor limit.
+    max_connections: int | None = None
+
+
+class Service:
+    """Request handlers bound to one configuration, store, audit log and judge."""
+
+    def __init__(self, settings: ServerSettings, judge: PromptJudge | None = None) -> None:
+        self.settings = settings
+        self.store = Store(settings.data_dir / STATE_DB)
+        self.audit = AuditLog(settings.data_dir)
+        self.judge: PromptJudge = judge if judge is not None else default_judge()
+        root = settings.transcripts_dir
+        self.transcripts_root = root.resolve() if root is not None else None
+        self.sessions = SessionLocks(settings.data_dir / "locks")
+        self.engine = Engine(settings.config, judge=self.judge)
+        self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
+
+    # -- endpoints -------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        return json_response({"status": "ok"})
+
+    async def put_agent(self, request: Request) -> Response:
+        name = check_name(request.path_params["name"])
+        doc = await read_document(request, self.settings.max_body, yaml_ok=True)
+        agent = agent_from_document(name, doc)
+        stored = {"name": name, "properties": agent_properties(agent)}
+        await asyncio.to_thread(self.store.put_agent, name, stored)
+        return json_response(stored, 202)
+
+    async def get_agent(self, request: Request) -> Response:
+        name = check_name(request.path_params["name"])
+        stored = await asyncio.to_thread(self.store.get_agent, name)
+        if stored is None:
+            raise ApiError(404, f"no custom agent named {name!r}")
+        return json_response(stored)
+
+    async def delete_agent(self, request: Request) -> Response:
+        name = check_name(request.path_params["name"])
+        if not await asyncio.to_thread(self.store.delete_agent, name):
+            raise ApiError(404, f"no custom agent named {name!r}")
+        return Response(status_code=204)
+
+    async def agent(self, request: Request) -> Response:
+        handlers = {"GET": self.get_agent, "PUT": self.put_agent, "DELETE": self.delete_agent}
+        return await handlers[request.method](request)
+
+    async def list_agents(self, request: Request) -> Response:
+        def load() -> list[dict[str, Any]]:
+            found = (self.store.get_agent(n) for n in self.store.list_agents())
+            return [a for a in found if a is not None]
+
+        return json_response({"agents": await asyncio.to_thread(load)})
+
+    async def hook(self, request: Request) -> Response:
+        event = request.path_params["event"]
+        if event not in EVENTS:
+            raise ApiError(404, f"unknown event {event[:80]!r} (expected one of {', '.join(EVENTS)})")
+        body = await read_document(request, self.settings.max_body)
+        if not isinstance(body, dict):
+            raise ApiError(400, f"body must be a JSON object (the hook context), got {type(body).__name__}")
+        context = dict(body)
+        transcript = context.pop("transcript", None)
+        if transcript is not None and not isinstance(transcript, str):
+            raise ApiError(400, f"transcript: must be a string, got {type(transcript).__name__}")
+        session_id = context.get("session_id")
+        if session_id is not None:
+            if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+                raise ApiError(
+                    400, f"session_id: must be a non-empty string of at most {MAX_SESSION_ID} chars"
+                )
+            request.scope["judge.session"] = session_id
+        try:
+            parse_context(event, context)
+        except ContextError as exc:
+            raise ApiError(400, str(exc)) from None
+        summary = context.get("execution_summary")
+        if summary is not None and transcript is not None:
+            raise ApiError(400, "give either execution_summary or an inline transcript, not both")
+        resolved = None
+        if summary is not None:
+            resolved = Path(await asyncio.to_thread(confine_path, summary, self.transcripts_root))
+        gate = Gate(await self._engine(context.get("agent_name")), self.store, self.audit)
+        # Created here and removed in ``finally`` without awaiting: nothing of a private
+        # transcript (inline, or the snapshot of an execution_summary file) outlives the
+        # request, even one cancelled or timed out.
+        folder = private_folder() if summary is not None or transcript is not None else None
+        try:
+            path = None
+            if transcript is not None:
+                path = await asyncio.to_thread(write_private, transcript, folder)
+            elif resolved is not None and folder is not None and self.transcripts_root is not None:
+                snapshot = await asyncio.to_thread(snapshot_confined, resolved, self.transcripts_root, folder)
+                context["execution_summary"] = str(snapshot)
+            if session_id is not None and event in STOP_EVENTS:
+                async with self.sessions.hold(session_id):
+                    decision = await gate.decide(event, context, transcript=path, session_id=session_id)
+            else:
+                decision = await gate.decide(event, context, transcript=path, session_id=session_id)
+        except ContextError as exc:
+            raise ApiError(400, str(exc)) from None
+        finally:
+            if folder is not None:
+                remove_folder(folder)
+        return json_response(decision.to_json())
+
+    async def _engine(self, agent_name: Any) -> Engine:
+        """The engine for this request: --config hooks, plus a registered custom agent's.
+
+        The agent is looked up on every request (another worker may have changed it) but
+        validated again only when its stored body changed.
+        """
+        if not (isinstance(agent_name, str) and AGENT_NAME.match(agent_name)):
+            return self.engine
+        stored = await asyncio.to_thread(self.store.get_agent, agent_name)
+        if stored is None:
+            return self.engine
+        cached = self._agents.get(agent_name)
+        if cached is not None and cached[0] == stored:
+            return cached[1]
+        try:
+            agent = validate_custom_agent(stored.get("properties"))
+        except ConfigError as exc:
+            raise ApiError(500, f"stored custom agent {agent_name!r} is invalid", exc.problems) from None
+        engine = Engine(self.settings.config.with_custom_agent(agent_name, agent), judge=self.judge)
+        if len(self._agents) >= AGENT_CACHE_SIZE:
+            self._agents.clear()
+        self._agents[agent_name] = (stored, engine)
+        return engine
