@@ -121,15 +121,27 @@ async def run_command_hook(
             argv = [*_interpreter(hook.script), str(path)]
         else:
             argv = [shutil.which("bash") or "/bin/bash", "-c", hook.command or ""]
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=workdir,
-            env=sandbox_env(workdir, extra_env),
-            start_new_session=True,
+        spawn = asyncio.ensure_future(
+            asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=workdir,
+                env=sandbox_env(workdir, extra_env),
+                start_new_session=True,
+            )
         )
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            # Cancelled (a deadline, a signal) while the process was being set up. An
+            # interrupted set-up would kill the script alone and then wait for pipes its
+            # children still hold; let it finish instead and kill the whole group.
+            with contextlib.suppress(Exception):
+                started = await spawn
+                _kill_group(started.pid)
+            raise
         out, err = _Capture(), _Capture()
         readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
 

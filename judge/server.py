@@ -12,10 +12,12 @@ import argparse
 import ipaddress
 import math
 import os
+import shutil
 import signal
 import socket
 import sqlite3
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -44,6 +46,7 @@ from judge.server_limits import (
     max_connections_allowed,
     raise_fd_limit,
 )
+from judge.server_metrics import MULTIPROC_ENV
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
 #: it): in bench/bench_service.py uvloop made each command hook's process start about
@@ -236,6 +239,9 @@ def _run_workers(
     if config_path:
         config_path = str(Path(config_path).resolve())
     os.environ[SETTINGS_ENV] = settings_to_env(config_path, settings)
+    # The workers count into files of one private folder, so any of them reports them all.
+    metrics_dir = Path(tempfile.mkdtemp(prefix="judge-metrics-"))
+    os.environ[MULTIPROC_ENV] = str(metrics_dir)
     config = uvicorn.Config(
         "judge.server_app:app_from_env",
         factory=True,
@@ -247,4 +253,7 @@ def _run_workers(
         access_log=False,
         lifespan="on",
     )
-    Multiprocess(config, sockets=[sock]).run()
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -207,6 +207,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
     routes: list[tuple[str, handler, list[str]]] = [
         ("/healthz", service.healthz, ["GET"]),
         ("/openapi.json", _openapi, ["GET"]),
+        ("/metrics", service.prometheus, ["GET"]),
         ("/api/v2/extendedAgent/agents", service.list_agents, ["GET"]),
         ("/api/v2/extendedAgent/agents/{name}", service.agent, ["GET", "PUT", "DELETE"]),
         ("/api/v2/hooks/{event}", service.hook, ["POST"]),

@@ -182,6 +182,19 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": {"description": "The OpenAPI document", "content": _json({})}},
             }
         },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics of the gate's decisions, hooks, latency and tokens",
+                "operationId": "metrics",
+                "responses": {
+                    "200": {
+                        "description": "Prometheus text exposition format",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(401),
+                },
+            }
+        },
         "/api/v2/extendedAgent/agents": {
             "get": {
                 "summary": "List the registered custom agents, sorted by name",

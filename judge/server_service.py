@@ -4,6 +4,7 @@ state store, audit log and judge. :mod:`judge.server_app` routes requests here."
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from judge.server_files import (
 )
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_locks import SessionLocks
+from judge.server_metrics import GateMetrics
 from judge.state import Store
 
 #: Name of the state database inside the data dir.
@@ -68,11 +70,16 @@ class Service:
         self.sessions = SessionLocks(settings.data_dir / "locks")
         self.engine = Engine(settings.config, judge=self.judge)
         self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
+        self.metrics = GateMetrics()
 
     # -- endpoints -------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
         return json_response({"status": "ok"})
+
+    async def prometheus(self, request: Request) -> Response:
+        body, content_type = await asyncio.to_thread(self.metrics.exposition)
+        return Response(body, media_type=content_type)
 
     async def put_agent(self, request: Request) -> Response:
         name = check_name(request.path_params["name"])
@@ -107,6 +114,14 @@ class Service:
         return json_response({"agents": await asyncio.to_thread(load)})
 
     async def hook(self, request: Request) -> Response:
+        try:
+            return await self._hook(request)
+        except ApiError as exc:
+            self.metrics.refused(exc.status)
+            raise
+
+    async def _hook(self, request: Request) -> Response:
+        started = time.perf_counter()
         event = request.path_params["event"]
         if event not in EVENTS:
             raise ApiError(404, f"unknown event {event[:80]!r} (expected one of {', '.join(EVENTS)})")
@@ -156,6 +171,7 @@ class Service:
         finally:
             if folder is not None:
                 remove_folder(folder)
+        self.metrics.observe(event, context.get("agent_name"), decision, time.perf_counter() - started)
         return json_response(decision.to_json())
 
     async def _engine(self, agent_name: Any) -> Engine:

@@ -197,3 +197,26 @@ def test_timeout_flag_rejects_nonsense() -> None:
     )
     assert done.returncode != 0
     assert "--timeout: must be a number of seconds, got 'soon'" in done.stderr
+
+
+async def test_cancelling_while_a_hook_starts_kills_its_group(tmp_path: Path) -> None:
+    """A deadline or signal can land while the hook's process is still being set up.
+
+    An interrupted set-up used to kill the script alone, then wait for pipes that its
+    background child still held: judge hung until a second signal, and the child leaked.
+    """
+    import asyncio
+
+    from judge.commands import run_command_hook
+    from judge.config import Hook
+
+    pids = tmp_path / "pids"
+    hook = Hook(type="command", command=f"sleep 1000 & echo $! >> {pids}; wait", timeout=60)
+    for _ in range(10):
+        task = asyncio.ensure_future(run_command_hook(hook, "{}"))
+        await asyncio.sleep(0)  # the process is forked; its pipes are not connected yet
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=20)
+    started = hook_pids(pids)
+    wait_for(lambda: not [p for p in started if alive(p)], f"background children {started} to end", 10)

@@ -36,6 +36,7 @@ def test_every_route_is_documented():
     assert set(paths) == {
         "/healthz",
         "/openapi.json",
+        "/metrics",
         "/api/v2/extendedAgent/agents",
         "/api/v2/extendedAgent/agents/{name}",
         "/api/v2/hooks/Stop",

@@ -1,0 +1,101 @@
+"""``GET /metrics``: the gate's decisions as Prometheus metrics.
+
+What is counted (names as exposed):
+
+- ``judge_decisions_total{event, agent, outcome}``: decisions; outcome ``allow``, ``block``
+  or ``forced_stop``;
+- ``judge_forced_stops_total{event, agent}``: stops forced through at ``maxRejections``;
+- ``judge_hook_results_total{event, agent, hook, type, outcome}``: each hook's result,
+  ``allow``, ``block`` or ``error`` (``hook`` is ``agent[0]``, ``custom[1]``, ...);
+- ``judge_hook_errors_total{event, agent, hook, type}``: hook errors (timeouts, crashes,
+  provider failures);
+- ``judge_decision_seconds{event}`` and ``judge_hook_seconds{event, type}``: histograms;
+- ``judge_tokens_total{model, kind}``: prompt-hook tokens, ``kind`` input or output;
+- ``judge_requests_rejected_total{status}``: hook requests refused with a 4xx or 5xx.
+
+``agent`` is the custom agent named by the context's ``agent_name`` (empty for none).
+
+With ``judge serve --workers N`` the workers share their metrics through files in a
+private folder (prometheus_client's multiprocess mode, ``PROMETHEUS_MULTIPROC_DIR``), so
+a scrape of any worker reports the whole service.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import multiprocess as prometheus_multiprocess
+
+from judge.decision import Decision
+
+#: Environment variable of prometheus_client's multiprocess mode (set by ``judge serve --workers``).
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class GateMetrics:
+    """The service's counters and histograms (one registry per app)."""
+
+    def __init__(self) -> None:
+        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        # In multiprocess mode values live in files; the registry here is only for creation.
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self.decisions = Counter(
+            "judge_decisions", "Decisions by event, custom agent and outcome",
+            ["event", "agent", "outcome"], registry=reg,
+        )  # fmt: skip
+        self.forced_stops = Counter(
+            "judge_forced_stops", "Stops forced through at maxRejections", ["event", "agent"], registry=reg
+        )
+        self.hook_results = Counter(
+            "judge_hook_results", "Each hook's result (allow, block, error)",
+            ["event", "agent", "hook", "type", "outcome"], registry=reg,
+        )  # fmt: skip
+        self.hook_errors = Counter(
+            "judge_hook_errors", "Hook errors (timeouts, crashes, provider failures)",
+            ["event", "agent", "hook", "type"], registry=reg,
+        )  # fmt: skip
+        self.decision_seconds = Histogram(
+            "judge_decision_seconds", "Seconds to a decision", ["event"], buckets=_SECONDS, registry=reg
+        )
+        self.hook_seconds = Histogram(
+            "judge_hook_seconds", "Seconds per hook", ["event", "type"], buckets=_SECONDS, registry=reg
+        )
+        self.tokens = Counter("judge_tokens", "Prompt-hook tokens", ["model", "kind"], registry=reg)
+        self.rejected = Counter(
+            "judge_requests_rejected", "Hook requests refused with a 4xx or 5xx", ["status"], registry=reg
+        )
+
+    def observe(self, event: str, agent: Any, decision: Decision, seconds: float) -> None:
+        """Count one decision of ``event`` for the custom agent named ``agent``."""
+        agent_label = agent if isinstance(agent, str) else ""
+        outcome = "forced_stop" if decision.forced_stop else decision.decision
+        self.decisions.labels(event, agent_label, outcome).inc()
+        if decision.forced_stop:
+            self.forced_stops.labels(event, agent_label).inc()
+        self.decision_seconds.labels(event).observe(seconds)
+        for hook in decision.hooks:
+            name = f"{hook.level}[{hook.index}]"
+            result = "error" if hook.error else hook.decision
+            self.hook_results.labels(event, agent_label, name, hook.type, result).inc()
+            if hook.error:
+                self.hook_errors.labels(event, agent_label, name, hook.type).inc()
+            self.hook_seconds.labels(event, hook.type).observe(hook.duration_ms / 1000.0)
+            if hook.usage is not None and hook.model:
+                self.tokens.labels(hook.model, "input").inc(hook.usage.input_tokens)
+                self.tokens.labels(hook.model, "output").inc(hook.usage.output_tokens)
+
+    def refused(self, status: int) -> None:
+        """Count a hook request answered with an error status."""
+        self.rejected.labels(str(status)).inc()
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The Prometheus text exposition and its content type."""
+        if self.multiprocess:
+            registry = CollectorRegistry()
+            prometheus_multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
