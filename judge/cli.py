@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from judge import __version__
 from judge.claude_code_cli import add_claude_code_parser
 from judge.errors import ConfigError, ContextError
+from judge.model_flag import ModelFlag
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,12 +42,18 @@ def _err(msg: str) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from judge.config import EVENTS, load_config
+    from judge.validation import check_config
 
     try:
         config = load_config(args.config)
     except ConfigError as exc:
         for problem in exc.problems:
             _err(" ".join(problem.splitlines()))
+        return 1
+    findings = check_config(config)
+    for finding in findings:
+        _err(" ".join(str(finding).splitlines()))
+    if any(f.severity == "error" or args.strict for f in findings):
         return 1
     for event in EVENTS:
         hooks = config.hooks.for_event(event)
@@ -70,6 +78,12 @@ def cmd_config_schema(args: argparse.Namespace) -> int:
 
     print(json.dumps(config_json_schema(), indent=2))
     return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from judge.starter import init_main
+
+    return init_main(args)
 
 
 # ---------------------------------------------------------------------------
@@ -196,10 +210,17 @@ def build_parser() -> argparse.ArgumentParser:
         prog="judge",
         description="An LLM-as-judge quality gate for AI agents.",
     )
+    parser.add_argument("--version", action="version", version=f"judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("init", help="write a starter config and a labelled smoke suite")
+    p.add_argument("dir", nargs="?", default=".", help="folder to write into (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("validate", help="validate a hook configuration")
     p.add_argument("config", help="YAML or JSON hook configuration")
+    p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("config", help="configuration helpers")
@@ -263,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.add_argument("--model", action=ModelFlag, help="judge every prompt hook with this tier or model")
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
@@ -319,6 +341,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     parser = build_parser()
+    if not arguments:  # `judge` alone: the help, with argparse's usage-error status
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(arguments)
     if stdin_text is not None:
         args.stdin_text = stdin_text

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import uvicorn
 
-from judge.config import Config, load_config
+from judge.config import Config
 from judge.errors import ConfigError
 from judge.server_app import (
     DEFAULT_MAX_BODY,
@@ -47,6 +47,7 @@ from judge.server_limits import (
     raise_fd_limit,
 )
 from judge.server_metrics import MULTIPROC_ENV
+from judge.validation import load_checked_config
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
 #: it): in bench/bench_service.py uvloop made each command hook's process start about
@@ -88,7 +89,7 @@ def _workers(args: argparse.Namespace) -> int:
 
 def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """Validate the flags; raise ValueError/ConfigError with a readable message."""
-    config = load_config(args.config) if args.config else Config()
+    config = load_checked_config(args.config, on_warning=_err) if args.config else Config()
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
     max_body = args.max_body if args.max_body is not None else DEFAULT_MAX_BODY

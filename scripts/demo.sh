@@ -101,3 +101,15 @@ cat <<'TXT'
 
     Endpoints, auth and limits: docs/service.md
 TXT
+
+ROOT="$(pwd)"
+cat <<TXT
+
+==> the judge command on your PATH
+    This demo ran $ROOT/.venv/bin/judge. To type \`judge\` from anywhere:
+
+      source "$ROOT/.venv/bin/activate"                     # in this shell
+      ln -s "$ROOT/.venv/bin/judge" ~/.local/bin/judge      # for good (with ~/.local/bin on PATH)
+
+    Then start your own project: judge init my-agent
+TXT

@@ -23,6 +23,7 @@ from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import compute_metrics, rounded
+from judge.evaluation.model_override import suite_with_model
 from judge.evaluation.progress import make_progress
 from judge.evaluation.report_html import write_html
 from judge.evaluation.runner import (
@@ -155,7 +156,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         _err(f"judge eval: {exc}")
         return 2
     try:
-        suite = load_suite(args.suite)
+        suite = suite_with_model(load_suite(args.suite), getattr(args, "model", None))
     except SuiteError as exc:
         _err(f"judge eval: cannot load suite {args.suite}:")
         for problem in exc.problems:

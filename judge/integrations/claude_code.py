@@ -64,6 +64,7 @@ from judge.integrations.claude_code_protocol import (
     parse_input,
 )
 from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
+from judge.validation import runnable
 
 __all__ = ["ClaudeCodeInput", "build_context", "handle", "main", "parse_input"]
 
@@ -302,7 +303,7 @@ def main(args: argparse.Namespace) -> int:
         _adapter_failure(event, exc.problems[0])
         return 0
     try:
-        config = load_config(config_path)
+        config = runnable(load_config(config_path))  # templates and models checked too
     except ConfigError as exc:
         for problem in exc.problems:
             _warn(f"{config_path}: {problem}")

@@ -4,8 +4,16 @@ A hook's ``prompt`` is a Jinja2 template, rendered in a sandbox with ``StrictUnd
 It may ``{% include %}`` templates from the config file's folder and from the packaged
 prompt library (``completeness.j2``, ``investigation.j2``, ``evidence.j2``,
 ``format_marker.j2``; also reachable as ``prompts/<name>``). Includes never leave those
-folders. The context fields are available as variables (``{{ hook_event_name }}``,
-``{{ context.tool_name }}``, ...).
+folders.
+
+Template variables (a fixed namespace: context values never shadow anything else):
+
+* ``context`` — the whole context object (every field, also ones judge does not know:
+  ``{{ context.my_field }}``);
+* the documented fields of the hook's event, by name, when the context has them
+  (:data:`TEMPLATE_FIELDS`; e.g. ``{{ final_output }}`` on Stop, ``{{ tool_name }}`` on
+  tool events). Any other context field is only ``context.<name>``, so a field named
+  ``marker`` or ``range`` cannot change a template's own variables or Jinja's globals.
 
 ``$ARGUMENTS`` becomes the pretty-printed context JSON — every occurrence, in the hook's
 template and in included templates; when no template mentions it, the context is
@@ -31,6 +39,34 @@ from jinja2.sandbox import SandboxedEnvironment
 from judge.errors import HookError
 
 ARGUMENTS = "$ARGUMENTS"
+
+_COMMON_FIELDS = (
+    "hook_event_name",
+    "agent_name",
+    "current_turn",
+    "max_turns",
+    "execution_summary",
+    "session_id",
+)
+_STOP_FIELDS = (*_COMMON_FIELDS, "final_output", "stop_hook_active", "stop_rejection_count")
+_PRE_FIELDS = (*_COMMON_FIELDS, "tool_name", "tool_input")
+#: Context fields that are also top-level template variables, per event (SPEC §2).
+TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
+    "Stop": _STOP_FIELDS,
+    "SubagentStop": _STOP_FIELDS,
+    "PreToolUse": _PRE_FIELDS,
+    "PostToolUse": (*_PRE_FIELDS, "tool_result", "tool_succeeded"),
+}
+
+
+def template_variables(context: dict[str, Any]) -> dict[str, Any]:
+    """The variables a hook template sees: ``context`` plus the event's documented fields."""
+    names = TEMPLATE_FIELDS.get(str(context.get("hook_event_name")))
+    if names is None:  # no known event: every documented field
+        names = tuple(dict.fromkeys(n for fields in TEMPLATE_FIELDS.values() for n in fields))
+    variables = {name: context[name] for name in names if name in context}
+    variables["context"] = context
+    return variables
 
 
 def library_dir() -> Path | None:
@@ -132,8 +168,7 @@ def render_prompt(
     context JSON). Template problems raise :class:`HookError` with the line number.
     Compiled templates are cached per (template, ``base_dir``).
     """
-    variables: dict[str, Any] = {k: v for k, v in context.items() if str(k).isidentifier()}
-    variables["context"] = context
+    variables = template_variables(context)
     placeholder = PLACEHOLDER
     try:
         if _contains(context, PLACEHOLDER):
@@ -157,3 +192,9 @@ def render_prompt(
     if placeholder in rendered:
         return rendered.replace(placeholder, text)
     return rendered.rstrip("\n") + "\n\n" + text
+
+
+def template_environment(base_dir: Path | None) -> SandboxedEnvironment:
+    """The (cached) environment hook templates of a config folder compile in; templates
+    given to it must have ``$ARGUMENTS`` replaced by :data:`PLACEHOLDER`."""
+    return _shared_environment(base_dir)

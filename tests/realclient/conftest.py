@@ -3,6 +3,7 @@ tests skip with the reason) and a fresh :class:`ClaudeSession` per test."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,5 +21,7 @@ def claude_binary() -> Path:
 
 
 @pytest.fixture
-def session(claude_binary: Path, tmp_path: Path) -> ClaudeSession:
-    return ClaudeSession(claude=claude_binary, root=tmp_path)
+def session(claude_binary: Path, tmp_path: Path) -> Iterator[ClaudeSession]:
+    made = ClaudeSession(claude=claude_binary, root=tmp_path)
+    yield made
+    made.close()

@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,10 +126,19 @@ class ClaudeSession:
     def __post_init__(self) -> None:
         self.home = self.root / "home"
         self.project = self.root / "project"
-        self.markers = self.root / "markers"
         self.data = self.root / "data"
-        for folder in (self.home, self.project, self.markers, self.data):
+        for folder in (self.home, self.project, self.data):
             folder.mkdir(parents=True, exist_ok=True)
+        # Command hooks may run as another user (judge runs them as nobody when it is
+        # root): what they write goes to a folder outside the private test folder.
+        self.shared = Path(tempfile.mkdtemp(prefix="judge-realclient-"))
+        self.shared.chmod(0o755)
+        self.markers = self.shared / "markers"
+        self.tmp = self.shared / "tmp"
+        self.markers.mkdir()
+        self.markers.chmod(0o777)
+        self.tmp.mkdir()
+        self.tmp.chmod(0o755)
         self.config_path = self.root / "judge.yaml"
         self.settings_path = self.root / "settings.json"
         self.state_path = self.root / "state.sqlite"
@@ -211,6 +222,10 @@ class ClaudeSession:
 
     def marker(self, name: str) -> Path:
         return self.markers / name
+
+    def close(self) -> None:
+        """Remove the folder shared with the hooks."""
+        shutil.rmtree(self.shared, ignore_errors=True)
 
     def transcript_lines(self, *, everything: bool = False) -> list[dict[str, Any]]:
         """The session's JSONL transcript (the only one under the throw-away HOME);

@@ -24,6 +24,7 @@ Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -211,49 +212,59 @@ def test_failed_tool_calls_are_judged_and_audited(session: ClaudeSession) -> Non
     assert audited, session.audit()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _running(token: str) -> list[int]:
+    """Processes whose command line holds ``token`` (hooks may run in their own PID
+    namespace, so the pid a hook sees for itself means nothing here)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if token in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
 
 
-def _slow_hook(session: ClaudeSession) -> dict[str, object]:
-    script = f"cat > /dev/null\necho $$ > {session.markers / 'hook.pid'}\nsleep 60\n"
-    return command_hook(script, matcher="Bash", timeout=60)
+def _slow_hook(session: ClaudeSession) -> tuple[dict[str, object], str]:
+    """A hook that says it started and then sleeps for a duration unique to this test."""
+    token = f"600.{os.getpid()}{len(str(session.root))}"
+    script = f"cat > /dev/null\ntouch {session.markers / 'hook.started'}\nsleep {token}\n"
+    return command_hook(script, matcher="Bash", timeout=60), token
+
+
+def _assert_no_hook_left(session: ClaudeSession, token: str) -> None:
+    assert (session.markers / "hook.started").exists(), "the hook never started"
+    left = _running(token)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, "the hook's child outlived judge"
+    assert not [p.name for p in session.tmp.iterdir() if p.name.startswith("judge-")]
 
 
 def test_a_slow_pretooluse_policy_is_denied_inside_judges_own_deadline(session: ClaudeSession) -> None:
     """Item 4: with ``--timeout`` below Claude Code's timeout, judge answers (deny) itself."""
     session.judge_args = ("--timeout", "5")
     session.hook_timeout = 30
-    session.env["TMPDIR"] = str(session.root / "tmp")
-    (session.root / "tmp").mkdir()
-    session.judge_config = {"hooks": {"PreToolUse": [_slow_hook(session)]}}
+    session.env["TMPDIR"] = str(session.tmp)
+    hook, token = _slow_hook(session)
+    session.judge_config = {"hooks": {"PreToolUse": [hook]}}
     result = session.run("write", [tool("Bash", "toolu_slow", command=_write(session, "unchecked"))])
     assert result.returncode == 0, result.explain()
     assert not (session.project / "out.txt").exists(), "the call ran without its policy check"
     seen = tool_result_of(result.agent_requests[1], "toolu_slow")
     assert seen is not None and seen.get("is_error") is True
-    pid = int((session.markers / "hook.pid").read_text())
-    assert not _alive(pid), "the hook's child outlived judge"
-    assert not [p.name for p in (session.root / "tmp").iterdir() if p.name.startswith("judge-")]
+    _assert_no_hook_left(session, token)
 
 
 def test_when_claude_codes_timeout_fires_first_judge_leaves_no_debris(session: ClaudeSession) -> None:
     """Item 4: Claude Code kills judge at its own timeout; judge's hook child and its
     temporary files must go with it."""
     session.hook_timeout = 6
-    session.env["TMPDIR"] = str(session.root / "tmp")
-    (session.root / "tmp").mkdir()
-    session.judge_config = {"hooks": {"PreToolUse": [_slow_hook(session)]}}
+    session.env["TMPDIR"] = str(session.tmp)
+    hook, token = _slow_hook(session)
+    session.judge_config = {"hooks": {"PreToolUse": [hook]}}
     result = session.run("write", [tool("Bash", "toolu_killed", command=_write(session, "x"))])
     assert result.returncode == 0, result.explain()
-    pid = int((session.markers / "hook.pid").read_text())
-    try:
-        assert not _alive(pid), "the hook's child outlived judge"
-    finally:
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)
-    assert not [p.name for p in (session.root / "tmp").iterdir() if p.name.startswith("judge-")]
+    _assert_no_hook_left(session, token)

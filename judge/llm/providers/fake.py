@@ -24,6 +24,8 @@ or from a config / the environment as a model string (``model: fake:allow`` or
     an answer missing a marker the hook prompt asks it to end with (``ends with
     "Task complete."``), and an answer that looks unfinished (TODO, TBD, "I will",
     "let me", "next step", "still need", "not yet", "in progress"); allows the rest.
+``fake:optimizer``
+    the optimizer of ``judge tune`` offline (:mod:`judge.llm.providers.fake_optimizer`).
 ``fake:<file.json|yaml>``
     a script: a list of replies (one per turn; the last repeats), or
     ``{"rules": [{"match": "<regex>", "reply": ... | "steps": [...]}], "default": ...}``
@@ -243,12 +245,16 @@ def fake_provider(spec: str, base_dir: Path | None = None) -> FakeProvider:
         return FakeProvider(function=_always_fail, label=label)
     if mode == "heuristic":
         return FakeProvider(function=heuristic_verdict, label=label)
+    if mode == "optimizer":
+        from judge.llm.providers.fake_optimizer import optimizer_reply
+
+        return FakeProvider(function=optimizer_reply, label=label)
     path = Path(spec).expanduser()
     if not path.is_absolute() and base_dir is not None and (base_dir / path).exists():
         path = base_dir / path
     if not path.exists():
         raise HookError(
             f"unknown fake model {label!r}: use fake:allow, fake:block[:reason], "
-            "fake:reasonless, fake:error, fake:heuristic or fake:<script.json|yaml>"
+            "fake:reasonless, fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml>"
         )
     return script_provider(path, label)

@@ -1,0 +1,56 @@
+"""Hook configuration: the YAML/JSON documents users write, validated with located messages.
+
+The package is split by concept: :mod:`~judge.config.models` (the shapes),
+:mod:`~judge.config.parse` (YAML/JSON with duplicate keys refused),
+:mod:`~judge.config.load` (located validation of either form, loading files) and
+:mod:`~judge.config.schema` (the JSON Schema). The names below are the public API.
+"""
+
+from judge.config.load import (
+    BARE_KEYS,
+    RESOURCE_KEYS,
+    config_from_data,
+    load_config,
+    validate_custom_agent,
+)
+from judge.config.models import (
+    EVENTS,
+    MATCH_TIMEOUT,
+    MAX_SCRIPT_BYTES,
+    STOP_EVENTS,
+    SUPPORTED_SHEBANGS,
+    TOOL_EVENTS,
+    Config,
+    CustomAgent,
+    FailMode,
+    Hook,
+    HookSet,
+    type_field_problems,
+)
+from judge.config.parse import duplicate_key_problems, parse_document, parse_yaml, unique_object
+from judge.config.schema import config_json_schema
+
+__all__ = [
+    "BARE_KEYS",
+    "EVENTS",
+    "MATCH_TIMEOUT",
+    "MAX_SCRIPT_BYTES",
+    "RESOURCE_KEYS",
+    "STOP_EVENTS",
+    "SUPPORTED_SHEBANGS",
+    "TOOL_EVENTS",
+    "Config",
+    "CustomAgent",
+    "FailMode",
+    "Hook",
+    "HookSet",
+    "config_from_data",
+    "config_json_schema",
+    "duplicate_key_problems",
+    "load_config",
+    "parse_document",
+    "parse_yaml",
+    "type_field_problems",
+    "unique_object",
+    "validate_custom_agent",
+]

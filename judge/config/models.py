@@ -1,0 +1,278 @@
+"""The configuration's shapes: hooks, hooks per event, custom agents and the whole config.
+
+Field-level rules live here (timeouts, regex matchers, script limits); the located
+validation of whole documents is :mod:`judge.config.load`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import regex
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from judge import sandbox
+
+#: Events a configuration may define hooks for. ``SubagentStop`` follows the Stop rules.
+EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
+#: Events whose hooks are selected by a tool-name ``matcher``.
+TOOL_EVENTS: frozenset[str] = frozenset({"PostToolUse", "PreToolUse"})
+#: Events that follow the Stop-gate rules (SPEC §4).
+STOP_EVENTS: frozenset[str] = frozenset({"Stop", "SubagentStop"})
+
+MAX_SCRIPT_BYTES = 64 * 1024
+#: Seconds a matcher may spend on one tool name.
+MATCH_TIMEOUT = 0.1
+SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
+
+FailMode = Literal["allow", "block"]
+
+
+def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
+    """Which of prompt/command/script a hook of ``type_`` is missing or must not have.
+
+    Messages start with the field they are about when there is one (``prompt: ...``).
+    """
+    if type_ == "prompt":
+        problems = []
+        if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
+            problems.append("prompt: required for prompt hooks")
+        for name, value in (("command", command), ("script", script)):
+            if value is not None:
+                problems.append(f"{name}: not allowed on prompt hooks (set type: command)")
+        return problems
+    if type_ == "command":
+        problems = []
+        if command is not None and script is not None:
+            problems.append("command hooks take exactly one of `command` or `script`, not both")
+        elif command is None and script is None:
+            problems.append("command hooks need `command` or `script`")
+        if prompt is not None:
+            problems.append("prompt: not allowed on command hooks (set type: prompt)")
+        return problems
+    return []
+
+
+class Hook(BaseModel):
+    """One hook entry: a prompt hook (an LLM judges) or a command hook (a script decides)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    type: Literal["prompt", "command"] = Field(
+        "prompt", description="`prompt` (an LLM judges) or `command` (a script decides)."
+    )
+    prompt: str | None = Field(
+        None,
+        description="Prompt hooks: the Jinja2 prompt template. `$ARGUMENTS` marks where the "
+        "context JSON goes; without it the context is appended.",
+    )
+    command: str | None = Field(
+        None, description="Command hooks: an inline shell command run by bash. Excludes `script`."
+    )
+    script: str | None = Field(
+        None,
+        description="Command hooks: a multi-line script run by its shebang "
+        "(`#!/bin/bash` or `#!/usr/bin/env python3`; none means bash). Excludes `command`.",
+    )
+    cwd: str = Field(
+        "temp",
+        description="Command hooks: where the hook starts: `temp` (its private temp dir, the "
+        "default), `config` (the config file's folder), `project` ($CLAUDE_PROJECT_DIR) or a "
+        "folder (relative to the config's folder).",
+    )
+    env: tuple[str, ...] = Field(
+        (),
+        description="Command hooks: names of the judge's environment variables to pass "
+        "through (nothing else is passed but PATH, LANG, LC_ALL, LC_CTYPE, TZ, TERM, "
+        "CLAUDE_PROJECT_DIR).",
+    )
+    matcher: str | None = Field(
+        None,
+        description="Tool events: a regex over the tool name, anchored as `^(pattern)$`, "
+        "case-sensitive; `*` matches every tool; empty matches none.",
+    )
+    timeout: int = Field(30, ge=1, le=300, description="Seconds the whole hook may take (1-300).")
+    fail_mode: FailMode | None = Field(
+        None,
+        alias="failMode",
+        description="How a hook error is treated: `allow` or `block`. "
+        "Default: `block` for PreToolUse, `allow` otherwise.",
+    )
+    model: str = Field(
+        "ReasoningFast",
+        description="Prompt hooks: a tier (Reasoning, ReasoningFast, General, Fast, LongContext) "
+        "or a model (`openai:<name>`, `anthropic:<name>`, or a bare name).",
+    )
+    max_rejections: int = Field(
+        3,
+        ge=1,
+        le=25,
+        alias="maxRejections",
+        description="Stop prompt hooks: how many rejections end the loop (1-25).",
+    )
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_is_int(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be an integer number of seconds, got {value!r}")
+        if not 1 <= value <= 300:
+            raise ValueError(f"must be between 1 and 300 seconds, got {value}")
+        return value
+
+    @field_validator("max_rejections", mode="before")
+    @classmethod
+    def _max_rejections_range(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be an integer, got {value!r}")
+        if not 1 <= value <= 25:
+            raise ValueError(f"must be between 1 and 25, got {value}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_named(cls, value: str) -> str:
+        prefix, sep, rest = value.strip().partition(":")
+        if not value.strip() or (
+            sep and prefix.lower() in ("openai", "anthropic", "fake") and not rest.strip()
+        ):
+            raise ValueError(
+                f"must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), got {value!r}"
+            )
+        return value
+
+    @field_validator("matcher")
+    @classmethod
+    def _matcher_compiles(cls, value: str | None) -> str | None:
+        if value and value != "*":
+            try:
+                re.compile(value)  # matched with re.fullmatch, so compiled exactly as written
+            except re.error as exc:
+                raise ValueError(f"invalid regex {value!r}: {exc}") from None
+        return value
+
+    @field_validator("script")
+    @classmethod
+    def _script_limits(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        size = len(value.encode("utf-8"))
+        if size > MAX_SCRIPT_BYTES:
+            raise ValueError(f"script is {size} bytes; the limit is {MAX_SCRIPT_BYTES} (64 KB)")
+        first = value.lstrip("\n").split("\n", 1)[0].strip()
+        if first.startswith("#!") and first not in SUPPORTED_SHEBANGS:
+            raise ValueError(f"unsupported shebang {first!r}; use one of {', '.join(SUPPORTED_SHEBANGS)}")
+        return value
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_valid(cls, value: str) -> str:
+        problem = sandbox.cwd_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        problem = sandbox.env_names_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @model_validator(mode="after")
+    def _type_fields(self) -> Hook:
+        problems = type_field_problems(self.type, self.prompt, self.command, self.script)
+        if self.type == "prompt":
+            unused = [f for f in ("cwd", "env") if f in self.model_fields_set]
+            problems += [f"{f}: only for command hooks" for f in unused]
+        if problems:
+            raise ValueError(problems[0])
+        return self
+
+    def fail_mode_for(self, event: str) -> FailMode:
+        """The effective failMode: explicit, else `block` for PreToolUse, else `allow`."""
+        if self.fail_mode is not None:
+            return self.fail_mode
+        return "block" if event == "PreToolUse" else "allow"
+
+    def matches(self, tool_name: str | None) -> bool:
+        """Whether this hook's matcher selects ``tool_name`` (anchored, case-sensitive)."""
+        if not self.matcher or tool_name is None:
+            return False
+        if self.matcher == "*":
+            return True
+        # fullmatch anchors the whole pattern, i.e. ^(pattern)$ (alternations included).
+        # The `regex` engine runs it under a time limit: tool names come from untrusted
+        # input, and a pathological matcher must not hang the gate. On timeout the hook
+        # runs (for PreToolUse policies, not running a check would fail open).
+        try:
+            return regex.fullmatch(self.matcher, tool_name, timeout=MATCH_TIMEOUT) is not None
+        except TimeoutError:
+            return True
+
+
+class HookSet(BaseModel):
+    """Hooks per event."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    Stop: list[Hook] = Field(default_factory=list, description="Before the final answer.")
+    SubagentStop: list[Hook] = Field(
+        default_factory=list, description="Before a subagent's final answer (Stop rules)."
+    )
+    PostToolUse: list[Hook] = Field(default_factory=list, description="After a tool succeeded.")
+    PreToolUse: list[Hook] = Field(default_factory=list, description="Before a tool runs.")
+
+    def for_event(self, event: str) -> list[Hook]:
+        hooks: list[Hook] = getattr(self, event, [])
+        return hooks
+
+
+class CustomAgent(BaseModel):
+    """A custom agent: its hooks run after the agent-level hooks when it is the one running."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    instructions: str | None = Field(None, description="The custom agent's instructions.")
+    hooks: HookSet = Field(default_factory=HookSet, description="Hooks of this custom agent.")
+
+
+class Config(BaseModel):
+    """A validated hook configuration (either form, normalised)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    name: str | None = Field(None, description="metadata.name of the resource form.")
+    hooks: HookSet = Field(default_factory=HookSet, description="Agent-level hooks.")
+    custom_agents: dict[str, CustomAgent] = Field(
+        default_factory=dict, alias="customAgents", description="Custom agents by name."
+    )
+    models: dict[str, str] = Field(
+        default_factory=dict,
+        description="Tier -> model mapping, e.g. `ReasoningFast: openai:gpt-5.4-mini`.",
+    )
+    base_dir: Path | None = Field(
+        None, exclude=True, description="Folder of the config file (for prompt includes)."
+    )
+    hooks_key: str = Field(
+        "hooks", exclude=True, description="Where the hooks were written: `hooks` or `spec.hooks`."
+    )
+
+    def hooks_for(self, event: str, agent_name: str | None) -> list[tuple[str, int, Hook]]:
+        """(level, index, hook) for ``event``: agent level first, then the custom agent's."""
+        selected: list[tuple[str, int, Hook]] = [
+            ("agent", i, h) for i, h in enumerate(self.hooks.for_event(event))
+        ]
+        if agent_name and agent_name in self.custom_agents:
+            custom = self.custom_agents[agent_name].hooks.for_event(event)
+            selected += [("custom", i, h) for i, h in enumerate(custom)]
+        return selected
+
+    def with_custom_agent(self, name: str, agent: CustomAgent) -> Config:
+        """A copy with ``agent`` registered (or replaced) under ``name``."""
+        agents = dict(self.custom_agents)
+        agents[name] = agent
+        return self.model_copy(update={"custom_agents": agents})

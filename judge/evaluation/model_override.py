@@ -1,0 +1,39 @@
+"""``judge eval --model TIER_OR_MODEL``: one run with every prompt hook's model replaced
+(the flag itself is :class:`judge.model_flag.ModelFlag`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from judge.config import Config, Hook, HookSet
+from judge.evaluation.suite import Suite
+
+
+def _hookset(hooks: HookSet, model: str) -> HookSet:
+    def replace(entries: list[Hook]) -> list[Hook]:
+        return [h.model_copy(update={"model": model}) if h.type == "prompt" else h for h in entries]
+
+    return hooks.model_copy(
+        update={
+            "Stop": replace(hooks.Stop),
+            "SubagentStop": replace(hooks.SubagentStop),
+            "PostToolUse": replace(hooks.PostToolUse),
+            "PreToolUse": replace(hooks.PreToolUse),
+        }
+    )
+
+
+def with_model(config: Config, model: str | None) -> Config:
+    """``config`` with every prompt hook's ``model`` set to ``model`` (unchanged if None)."""
+    if model is None:
+        return config
+    agents = {
+        name: agent.model_copy(update={"hooks": _hookset(agent.hooks, model)})
+        for name, agent in config.custom_agents.items()
+    }
+    return config.model_copy(update={"hooks": _hookset(config.hooks, model), "custom_agents": agents})
+
+
+def suite_with_model(suite: Suite, model: str | None) -> Suite:
+    """``suite`` whose config judges with ``model`` (see :func:`with_model`)."""
+    return suite if model is None else dataclasses.replace(suite, config=with_model(suite.config, model))

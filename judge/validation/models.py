@@ -1,0 +1,93 @@
+"""Checks of model names: tiers, provider prefixes and ``fake:`` forms, with near-miss hints.
+
+The runtime is lenient on purpose (a bare name goes to the default provider), so a typo
+such as ``ReasoningFats`` or ``opneai:gpt-4o`` would only fail at the first judgement,
+as a hook error that ``failMode: allow`` turns into a silent pass. These checks run
+before that: ``judge validate``, ``judge serve`` and ``judge claude-code``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+
+from judge.errors import HookError
+from judge.llm.tiers import ALIASES, PROVIDERS, TIERS, canonical_tier
+
+#: ``fake:<mode>`` forms (besides ``fake:<script file>``).
+FAKE_MODES: tuple[str, ...] = ("allow", "block", "reasonless", "error", "heuristic", "optimizer")
+_TIER_NAMES: dict[str, str] = {t.lower(): t for t in TIERS} | {alias: alias for alias in ALIASES}
+
+
+def _close(word: str, choices: list[str]) -> str | None:
+    found = difflib.get_close_matches(word.lower(), choices, n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def fake_problem(spec: str, base_dir: Path | None) -> str | None:
+    """What is wrong with ``fake:<spec>``, or None (files are resolved as at run time)."""
+    mode, sep, rest = spec.partition(":")
+    if mode in FAKE_MODES:
+        if sep and mode != "block":
+            return f"fake:{mode} takes nothing after it, got 'fake:{spec}'"
+        return None
+    path = Path(spec).expanduser()
+    if not path.is_absolute() and base_dir is not None and (base_dir / path).exists():
+        path = base_dir / path
+    if path.is_file():
+        from judge.llm.providers.fake import script_provider
+
+        try:
+            script_provider(path, f"fake:{spec}")
+        except HookError as exc:
+            return str(exc)
+        return None
+    near = _close(mode, list(FAKE_MODES))
+    if near is not None:
+        suggestion = f"fake:{near}" + (f":{rest}" if sep and near == "block" else "")
+        return f"unknown fake model 'fake:{spec}' (did you mean {suggestion}?)"
+    return (
+        f"unknown fake model 'fake:{spec}': use fake:allow, fake:block[:reason], fake:reasonless, "
+        "fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml> (no such file)"
+    )
+
+
+def explicit_model_problem(model: str, base_dir: Path | None) -> str | None:
+    """What is wrong with a model that is not a tier (``openai:x``, ``fake:allow``, bare)."""
+    text = model.strip()
+    prefix, sep, rest = text.partition(":")
+    if sep:
+        provider = prefix.lower()
+        if provider == "fake":
+            return fake_problem(rest.strip(), base_dir)
+        if provider in PROVIDERS:
+            return None
+        near = _close(provider, list(PROVIDERS))
+        if near is not None:
+            return f"unknown provider {prefix!r} in {text!r} (did you mean {near}:{rest}?)"
+        return (
+            f"unknown provider {prefix!r} in {text!r}: use openai:, anthropic: or fake: "
+            f"(a model name containing ':' needs its provider first, e.g. openai:{text})"
+        )
+    near = _close(text, list(_TIER_NAMES))
+    if near is not None:
+        tier = _TIER_NAMES[near]
+        return f"unknown tier {text!r} (did you mean {tier}?)"
+    return None  # a bare model name, served by the default provider
+
+
+def model_problem(model: str, env: Mapping[str, str], base_dir: Path | None) -> str | None:
+    """What is wrong with a hook's ``model``; for a tier, the model ``$JUDGE_MODEL_<TIER>``
+    maps it to is checked too (the config's ``models:`` values are checked where written)."""
+    tier = canonical_tier(model)
+    if tier is None:
+        return explicit_model_problem(model, base_dir)
+    variable = f"JUDGE_MODEL_{tier.upper()}"
+    configured = env.get(variable)
+    if not configured:
+        return None  # the config's models: mapping, or the built-in default
+    if canonical_tier(configured) is not None:
+        return f"tier {tier} maps to another tier ({configured!r} from ${variable}); name a model"
+    problem = explicit_model_problem(configured, base_dir)
+    return f"tier {tier} is {configured!r} (from ${variable}): {problem}" if problem else None
