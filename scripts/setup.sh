@@ -7,6 +7,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+# The real Claude Code CLI for tests/realclient (from npm, into a cache folder; those
+# tests skip with the reason when it cannot be installed).
+.venv/bin/python tests/realclient/claude_cli.py || true
 # Debian's Chromium for the live view's browser test (tests/test_server_ui.py); without it
 # that test is skipped with the reason.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

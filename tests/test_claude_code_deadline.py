@@ -81,6 +81,9 @@ def setup(
     config.write_text(json.dumps({"hooks": {event: [hook]}}), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(TMPDIR=str(tmp), JUDGE_STATE=str(tmp_path / "state.sqlite"))
+    # The hook keeps this test's user and the host's PID namespace, so the pids it records
+    # are the ones this test can check (and its folder is reachable).
+    env.update(JUDGE_HOOK_USER=str(os.getuid()), JUDGE_HOOK_NAMESPACES="0")
     env.pop("JUDGE_CONFIG", None)
     return config, env
 

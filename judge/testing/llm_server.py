@@ -1,8 +1,9 @@
 """A local model server speaking both wire formats, for tests, benchmarks and CI.
 
 ``POST /v1/chat/completions`` answers like OpenAI's Chat Completions and
-``POST /v1/messages`` like Anthropic's Messages API, so the official SDKs can be pointed
-at it (``OPENAI_BASE_URL=server.openai_base_url``,
+``POST /v1/messages`` like Anthropic's Messages API — streamed as server-sent events when
+the request says ``"stream": true`` (:mod:`judge.testing.anthropic_wire`) — so the official
+SDKs and the Claude Code CLI can be pointed at it (``OPENAI_BASE_URL=server.openai_base_url``,
 ``ANTHROPIC_BASE_URL=server.anthropic_base_url``)::
 
     from judge.testing import LLMServer, say, call, fail, hang
@@ -16,7 +17,9 @@ Replies come from, in order: the queue (:meth:`LLMServer.push`), the ``handler``
 callable, sync or async, receiving the :class:`LLMRequest` and returning a
 :class:`Reply` or ``None`` to fall through), then ``default``. A reply may be text,
 tool calls (several = parallel tool calls), an HTTP error (with ``retry-after``), a
-delay, or a hang. Every request is recorded in :attr:`LLMServer.requests`.
+delay, or a hang. Every request is recorded in :attr:`LLMServer.requests`. Side requests
+(``POST /v1/messages/count_tokens``, and any other path or method, such as a client's
+``HEAD /`` probe) are answered at once and recorded in :attr:`LLMServer.side_requests`.
 
 It runs uvicorn (asyncio) in a background thread on 127.0.0.1 with a free port, so it
 handles many concurrent requests (``latency=`` adds a delay to every answer). With
@@ -35,157 +38,42 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-WireFormat = Literal["openai", "anthropic"]
+from judge.testing import anthropic_wire
+from judge.testing.llm_replies import (
+    LLMRequest,
+    Reply,
+    ToolCallSpec,
+    WireFormat,
+    call,
+    calls,
+    fail,
+    hang,
+    say,
+    verdict,
+)
 
-
-@dataclass(frozen=True)
-class ToolCallSpec:
-    """A tool call the fake model makes."""
-
-    name: str
-    arguments: dict[str, Any]
-    id: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What the server answers to one request.
-
-    ``status`` other than 200 sends an error body in the request's wire format (with
-    ``retry_after`` as the ``retry-after`` header when set). ``delay`` waits before
-    answering; ``hang`` waits (almost) for ever.
-    """
-
-    text: str | None = None
-    tool_calls: tuple[ToolCallSpec, ...] = ()
-    status: int = 200
-    error: str | None = None
-    retry_after: float | None = None
-    delay: float = 0.0
-    hang: bool = False
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    raw: str | None = None
-
-
-def say(text: str, *, delay: float = 0.0) -> Reply:
-    """A text answer (for a verdict: ``say('{"ok": true}')``)."""
-    return Reply(text=text, delay=delay)
-
-
-def verdict(ok: bool, reason: str | None = None) -> Reply:
-    """A verdict answer: ``{"ok": ..., "reason": ...}``."""
-    body: dict[str, Any] = {"ok": ok}
-    if reason is not None:
-        body["reason"] = reason
-    return Reply(text=json.dumps(body))
-
-
-def call(name: str, /, **arguments: Any) -> Reply:
-    """One tool call (combine several with :func:`calls` for parallel tool calls)."""
-    return Reply(tool_calls=(ToolCallSpec(name, arguments),))
-
-
-def calls(*specs: tuple[str, dict[str, Any]], text: str | None = None) -> Reply:
-    """Parallel tool calls: ``calls(("GrepSearch", {...}), ("ReadFile", {...}))``."""
-    return Reply(text=text, tool_calls=tuple(ToolCallSpec(n, a) for n, a in specs))
-
-
-def fail(status: int = 500, message: str = "simulated failure", *, retry_after: float | None = None) -> Reply:
-    """An HTTP error (429 with ``retry_after`` for rate limits, 5xx, 404, ...)."""
-    return Reply(status=status, error=message, retry_after=retry_after)
-
-
-def hang(seconds: float = 3600.0) -> Reply:
-    """Never answer (until ``seconds`` pass or the server stops)."""
-    return Reply(hang=True, delay=seconds)
-
-
-@dataclass
-class LLMRequest:
-    """One recorded request."""
-
-    format: WireFormat
-    path: str
-    body: dict[str, Any]
-    headers: dict[str, str]
-    received_at: float = field(default_factory=time.time)
-
-    @property
-    def model(self) -> str:
-        return str(self.body.get("model", ""))
-
-    @property
-    def messages(self) -> list[dict[str, Any]]:
-        value = self.body.get("messages")
-        return value if isinstance(value, list) else []
-
-    @property
-    def system(self) -> str:
-        """The system prompt (either format)."""
-        if self.format == "anthropic":
-            system = self.body.get("system", "")
-            if isinstance(system, list):
-                return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
-            return str(system)
-        return "\n".join(str(m.get("content") or "") for m in self.messages if m.get("role") == "system")
-
-    @property
-    def tool_names(self) -> list[str]:
-        names = []
-        for tool in self.body.get("tools") or []:
-            function = tool.get("function", tool) if isinstance(tool, dict) else {}
-            names.append(str(function.get("name", "")))
-        return names
-
-    @property
-    def tool_results(self) -> list[str]:
-        """Texts of the tool results sent back to the model (either format)."""
-        out: list[str] = []
-        for message in self.messages:
-            if message.get("role") == "tool":
-                out.append(_text_of(message.get("content")))
-            content = message.get("content")
-            if isinstance(content, list):
-                out += [
-                    _text_of(b.get("content"))
-                    for b in content
-                    if isinstance(b, dict) and b.get("type") == "tool_result"
-                ]
-        return out
-
-    @property
-    def text(self) -> str:
-        """Everything the request says, as one string (system, messages, tool results)."""
-        parts = [self.system]
-        for message in self.messages:
-            parts.append(_text_of(message.get("content")))
-        parts += self.tool_results
-        return "\n".join(p for p in parts if p)
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for block in content:
-            if isinstance(block, dict):
-                if block.get("type") == "text":
-                    texts.append(str(block.get("text", "")))
-                elif block.get("type") == "tool_result":
-                    texts.append(_text_of(block.get("content")))
-        return "\n".join(texts)
-    return "" if content is None else str(content)
+__all__ = [
+    "Handler",
+    "LLMRequest",
+    "LLMServer",
+    "Reply",
+    "ToolCallSpec",
+    "WireFormat",
+    "call",
+    "calls",
+    "fail",
+    "hang",
+    "say",
+    "verdict",
+]
 
 
 Handler = Callable[[LLMRequest], Reply | Awaitable[Reply | None] | None]
@@ -209,6 +97,7 @@ class LLMServer:
         self.latency = latency
         self.record = record
         self.requests: list[LLMRequest] = []
+        self.side_requests: list[LLMRequest] = []
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -221,7 +110,9 @@ class LLMServer:
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/healthz", self._health, methods=["GET"]),
+                Route("/{path:path}", self._other, methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]),
             ]
         )
 
@@ -237,6 +128,7 @@ class LLMServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+            self.side_requests.clear()
 
     @property
     def pending(self) -> int:
@@ -416,31 +308,38 @@ class LLMServer:
             assert isinstance(outcome, Response)
             return outcome
         reply = outcome
-        content: list[dict[str, Any]] = []
-        if reply.text is not None:
-            content.append({"type": "text", "text": reply.text})
-        content += [
-            {
-                "type": "tool_use",
-                "id": spec.id or f"toolu_{next(self._ids)}",
-                "name": spec.name,
-                "input": spec.arguments,
-            }
-            for spec in reply.tool_calls
-        ]
-        input_tokens, output_tokens = _usage(recorded, reply)
-        return JSONResponse(
-            {
-                "id": f"msg_{next(self._ids)}",
-                "type": "message",
-                "role": "assistant",
-                "model": recorded.model,
-                "content": content,
-                "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-                "stop_sequence": None,
-                "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-            }
-        )
+        blocks = anthropic_wire.content_blocks(reply, lambda: str(next(self._ids)))
+        message_id = f"msg_{next(self._ids)}"
+        usage = _usage(recorded, reply)
+        if recorded.body.get("stream") is True:
+            events = anthropic_wire.stream_events(recorded, blocks, reply, message_id, usage)
+            return StreamingResponse(
+                anthropic_wire.encode_sse(events),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache", "request-id": message_id},
+            )
+        return JSONResponse(anthropic_wire.message(recorded, blocks, reply, message_id, usage))
+
+    async def _count_tokens(self, request: Request) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error("anthropic", 400, "request body is not JSON")
+        if not isinstance(body, dict):
+            return _error("anthropic", 400, "request body must be a JSON object")
+        self._note_side_request(request, body)
+        return JSONResponse(anthropic_wire.count_tokens(body))
+
+    async def _other(self, request: Request) -> Response:
+        """Any other path or method (probes such as ``HEAD /``): recorded, answered ``{}``."""
+        self._note_side_request(request, None)
+        return JSONResponse({})
+
+    def _note_side_request(self, request: Request, body: dict[str, Any] | None) -> None:
+        if self.record:
+            path = f"{request.method} {request.url.path}"
+            with self._lock:
+                self.side_requests.append(LLMRequest("anthropic", path, body or {}, dict(request.headers)))
 
 
 def _key_matches(request: Request, key: str) -> bool:
@@ -462,20 +361,9 @@ def _usage(recorded: LLMRequest, reply: Reply) -> tuple[int, int]:
     return prompt, completion
 
 
-_ANTHROPIC_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-    529: "overloaded_error",
-}
-
-
 def _error(fmt: WireFormat, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
     if fmt == "anthropic":
-        kind = _ANTHROPIC_ERROR_TYPES.get(status, "api_error")
-        body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": message}}
+        body = anthropic_wire.error_body(status, message)
     else:
         body = {"error": {"message": message, "type": "error", "code": status}}
     return JSONResponse(body, status_code=status, headers=headers)

@@ -1,0 +1,246 @@
+"""Stop and SubagentStop hooks under the real Claude Code CLI.
+
+Facts of Claude Code 2.1.332 these tests rely on (probed with raw command hooks):
+
+* a Stop block (``{"decision": "block", "reason": R}``) sends the agent back: the next
+  request carries a user ``<system-reminder>`` with the hook's feedback and a system
+  message ``Stop hook blocking error from command: "...": R``; the transcript gets a user
+  line ``Stop hook feedback:\\nR`` (``isMeta``) and an ``attachment`` line of type
+  ``hook_blocking_error``; ``additionalContext`` of a tool hook is stored as an
+  ``attachment`` of type ``hook_additional_context``;
+* ``stop_hook_active`` is false on the first Stop of a turn and true on every Stop after
+  a block;
+* a hook that always blocks is overridden on its 9th consecutive block (the default
+  ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` of 8 continuations), with the notice "A hook
+  blocked the turn from ending 9 consecutive times—overriding and ending turn"; a hook
+  that allows on that 9th Stop is obeyed (so ``maxRejections: 9`` still works, 10 does not);
+* the agent tool is ``Agent`` (``Task`` still accepted); agents run in the background
+  unless ``run_in_background: false``;
+* SubagentStop carries ``agent_id``, ``agent_type``, ``agent_transcript_path``
+  (``<project>/<session>/subagents/agent-<id>.jsonl``) and ``last_assistant_message``
+  (the subagent's own last text); releases before 2.0.42 sent neither of the last two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from judge.testing import Reply, ToolCallSpec, call, say
+from tests.realclient.harness import (
+    JUDGE_MODEL,
+    RUN_TIMEOUT,
+    SUBAGENT_TASK,
+    ClaudeSession,
+    command_hook,
+    hook_notes,
+    judge_under_test,
+    record_context,
+    recorded,
+    tool,
+)
+
+pytestmark = pytest.mark.slow
+
+
+def test_stop_block_continues_then_the_stop_is_forced(session: ClaudeSession) -> None:
+    reason = "Run the tests before you stop."
+    session.events = ("Stop",)
+    hook = {
+        "type": "prompt",
+        "model": f"fake:block:{reason}",
+        "maxRejections": 3,
+        "prompt": "Judge $ARGUMENTS",
+    }
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    result = session.run("fix the bug", [say("Fixed, I think.")])
+    assert result.returncode == 0, result.explain()
+    requests = result.agent_requests
+    assert len(requests) == 3, result.explain()
+    assert reason not in hook_notes(requests[0])
+    assert reason in hook_notes(requests[1]) and reason in hook_notes(requests[2])
+    assert "stop forced" in result.stdout
+
+
+def test_a_stop_judged_by_a_model_that_reads_the_transcript(session: ClaudeSession) -> None:
+    """The whole path: Claude Code's transcript rendered for a prompt hook, the judge model
+    (Anthropic SDK, same local server) grepping it, and its reason sent back to the agent."""
+    session.events = ("Stop",)
+    hook = {"type": "prompt", "model": f"anthropic:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    verdict = '{"ok": false, "reason": "The build failed: LINKER-ERROR-7 is still in the log."}'
+    judge_replies = [call("GrepSearch", query="LINKER-ERROR", isRegexp=False), say(verdict)]
+    log = 'echo "compiling"; echo "LINKER-ERROR-$((3+4)) undefined reference"'
+    result = session.run(
+        "build it",
+        [tool("Bash", "toolu_build", command=log), say("Build finished."), say("Fixed the linker error.")],
+        judge_replies=judge_replies,
+    )
+    assert result.returncode == 0, result.explain()
+    judged = [r for r in result.requests if r.model == JUDGE_MODEL]
+    assert len(judged) >= 2, result.explain()
+    assert "LINKER-ERROR-7 undefined reference" in judged[1].text  # the grep found it in the transcript
+    assert "LINKER-ERROR-7 is still in the log" in hook_notes(result.agent_requests[2])
+
+
+def test_stop_hook_active_reaches_command_stop_hooks(session: ClaudeSession) -> None:
+    """Item 2: a hook following Claude Code's advice (allow while ``stop_hook_active``)
+    sends the agent back once, not until Claude Code's cap."""
+    session.events = ("Stop",)
+    script = record_context(session.markers, "stop") + (
+        "if grep -q '\"stop_hook_active\": *true' "
+        + str(session.markers)
+        + "/stop-$n.json; then exit 0; fi\n"
+        'echo "one more pass please" >&2\nexit 2\n'
+    )
+    session.judge_config = {"hooks": {"Stop": [command_hook(script)]}}
+    result = session.run("finish", [])
+    assert result.returncode == 0, result.explain()
+    seen = [c.get("stop_hook_active") for c in recorded(session.markers, "stop")]
+    assert seen == [False, True], seen
+    assert len(result.agent_requests) == 2
+
+
+def _validate(session: ClaudeSession) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "judge", "validate", str(session.config_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=session.project,
+        env={**os.environ, **judge_under_test()},
+    )
+    return done.stdout + done.stderr
+
+
+def _always_block(session: ClaudeSession, max_rejections: int) -> None:
+    session.events = ("Stop",)
+    hook = {"type": "prompt", "model": "fake:block:Not yet.", "maxRejections": max_rejections}
+    session.judge_config = {"hooks": {"Stop": [{**hook, "prompt": "Judge $ARGUMENTS"}]}}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="judge validate warns from maxRejections 9 on, though Claude Code only overrides a 9th block",
+)
+def test_max_rejections_up_to_one_above_the_block_cap_takes_effect(session: ClaudeSession) -> None:
+    """Item 5: Claude Code overrides the 9th consecutive block (cap 8), so judge's own
+    forced stop at the 9th rejection still happens: no warning is due."""
+    _always_block(session, 9)
+    result = session.run("work", [])
+    assert result.returncode == 0, result.explain()
+    assert len(result.agent_requests) == 9
+    assert "stop forced" in result.stdout
+    assert "overriding and ending turn" not in result.stdout
+    assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" not in _validate(session)
+
+
+@pytest.mark.timeout(2 * RUN_TIMEOUT + 30)
+def test_max_rejections_above_claude_codes_block_cap(session: ClaudeSession) -> None:
+    """Item 5: Claude Code ends the loop after 8 continuations whatever ``maxRejections``
+    says; ``judge validate`` warns about such a configuration, and raising
+    ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` lets the larger value take effect."""
+    _always_block(session, 12)
+    capped = session.run("work", [])
+    assert capped.returncode == 0, capped.explain()
+    assert len(capped.agent_requests) == 9
+    assert "overriding and ending turn" in capped.stdout
+    assert "stop forced" not in capped.stdout
+    warnings = _validate(session)
+    assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in warnings, warnings
+
+    session.state_path.unlink()
+    session.env["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] = "20"
+    raised = session.run("work", [])
+    assert raised.returncode == 0, raised.explain()
+    assert len(raised.agent_requests) == 12
+    assert "stop forced" in raised.stdout
+
+
+def test_stop_hooks_read_hook_feedback_and_both_ends_of_long_tool_output(session: ClaudeSession) -> None:
+    """Item 8: the rendered transcript a Stop hook reads keeps what Claude Code stores in
+    ``attachment`` lines (hook feedback, additional context) and the failing end of a
+    562-line log."""
+    session.events = ("PostToolUse", "Stop")
+    context = '{"hookSpecificOutput": {"additionalContext": "CTX-ATTACHED-CONTEXT"}}'
+    keep = (
+        "python3 -c 'import json,sys,shutil; ctx=json.load(open(sys.argv[1])); "
+        'shutil.copy(ctx["execution_summary"], sys.argv[2])\' '
+        f"{session.markers}/stop-$n.json {session.markers}/transcript-$n.txt\n"
+    )
+    stop = (
+        record_context(session.markers, "stop")
+        + keep
+        + ('if [ "$n" = 0 ]; then echo "FEEDBACK-ONE: add a regression test" >&2; exit 2; fi\n')
+    )
+    session.judge_config = {
+        "hooks": {
+            "PostToolUse": [command_hook(f"cat > /dev/null\necho '{context}'", matcher="Bash")],
+            "Stop": [command_hook(stop)],
+        }
+    }
+    # The command's text differs from its output, so only the output can put these in the transcript.
+    log = 'for i in $(seq 1 561); do echo "compile step $i HEAD-OK"; done; echo "TAIL-$((6*7))-ERROR frob"'
+    result = session.run(
+        "build it", [tool("Bash", "toolu_log", command=log), say("Built."), say("Test added.")]
+    )
+    assert result.returncode == 0, result.explain()
+    transcripts = sorted(session.markers.glob("transcript-*.txt"))
+    assert len(transcripts) == 2, result.explain()
+    rendered = transcripts[-1].read_text()
+    assert "compile step 1 HEAD-OK" in rendered
+    assert "compile step 560 HEAD-OK" in rendered
+    assert "TAIL-42-ERROR frob" in rendered
+    assert "CTX-ATTACHED-CONTEXT" in rendered
+    assert "FEEDBACK-ONE: add a regression test" in rendered
+
+
+SUBAGENT_TEXT = "SUBAGENT-OWN-RESULT: three files changed"
+MAIN_TEXT = "MAIN-AGENT-TEXT: delegating the refactor"
+STRIP_NEW_FIELDS = (
+    "import json, sys\n"
+    "event = json.load(sys.stdin)\n"
+    "event.pop('agent_transcript_path', None)\n"
+    "event.pop('last_assistant_message', None)\n"
+    "print(json.dumps(event))\n"
+)
+
+
+def test_subagent_stop_of_old_claude_code_judges_the_subagent(session: ClaudeSession) -> None:
+    """Item 9: a SubagentStop without ``agent_transcript_path`` / ``last_assistant_message``
+    (Claude Code < 2.0.42; simulated by removing them from the real event) must not be
+    judged on the main agent's text."""
+    (session.root / "old_event.py").write_text(STRIP_NEW_FIELDS)
+    session.judge_config = {"hooks": {"SubagentStop": [command_hook(record_context(session.markers, "sub"))]}}
+    old = f"{sys.executable} {session.root / 'old_event.py'} | {session.judge_command()}"
+    settings = {"hooks": {"SubagentStop": [{"hooks": [{"type": "command", "command": old, "timeout": 60}]}]}}
+    prompt = f"{SUBAGENT_TASK} Refactor the module."
+    arguments = {"description": "refactor", "prompt": prompt, "subagent_type": "general-purpose"}
+    task = ToolCallSpec("Agent", {**arguments, "run_in_background": False}, id="toolu_task")
+    result = session.run(
+        "refactor via a subagent",
+        [Reply(text=MAIN_TEXT, tool_calls=(task,)), say("Main agent done.")],
+        settings=settings,
+        subagent_replies=[say(SUBAGENT_TEXT)],
+    )
+    assert result.returncode == 0, result.explain()
+    contexts = recorded(session.markers, "sub")
+    if not contexts:
+        # Not judged: then judge must have said why (Claude Code keeps a hook's
+        # systemMessage as a hook_system_message attachment, here in the subagent's log).
+        notices = [
+            str(line["attachment"].get("content"))
+            for line in session.transcript_lines(everything=True)
+            if line.get("attachment", {}).get("type") == "hook_system_message"
+        ]
+        assert any("subagent" in notice for notice in notices), result.explain()
+        return
+    assert len(contexts) == 1, contexts
+    final = str(contexts[0].get("final_output"))
+    assert MAIN_TEXT not in final, json.dumps(contexts[0])[:2000]
+    assert SUBAGENT_TEXT in final, final
