@@ -285,13 +285,14 @@ def test_block_cap_default_and_environment() -> None:
 def test_block_cap_warnings_name_hooks_above_the_cap() -> None:
     config = config_from_data(
         {
-            "hooks": {"Stop": [{"prompt": "a", "maxRejections": 8}, {"prompt": "b", "maxRejections": 9}]},
+            "hooks": {"Stop": [{"prompt": "a", "maxRejections": 9}, {"prompt": "b", "maxRejections": 10}]},
             "customAgents": {"rev": {"hooks": {"SubagentStop": [{"prompt": "c", "maxRejections": 25}]}}},
         }
     )
     warnings = block_cap_warnings(config, cap=8)
     assert len(warnings) == 2
-    assert warnings[0].startswith("hooks.Stop[1].maxRejections: 9 is above Claude Code's cap of 8")
+    # 9 still takes effect: Claude Code overrides only the 9th block, at which judge forces the stop.
+    assert warnings[0].startswith("hooks.Stop[1].maxRejections: 10 is above Claude Code's cap of 8")
     assert warnings[1].startswith("customAgents.rev.hooks.SubagentStop[0].maxRejections: 25")
     assert block_cap_warnings(config, cap=25) == []
 

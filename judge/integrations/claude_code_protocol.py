@@ -68,6 +68,15 @@ def claude_code_block_cap(env: Mapping[str, str] | None = None) -> int:
     return value if value > 0 else CLAUDE_CODE_BLOCK_CAP
 
 
+def takes_effect_under_claude_code(max_rejections: int, cap: int) -> bool:
+    """Whether a Stop hook's ``maxRejections`` can end the loop under Claude Code.
+
+    Claude Code lets ``cap`` consecutive blocks continue the turn and overrides the next
+    one; judge forces the stop itself at its ``maxRejections``-th rejection, so a limit of
+    up to ``cap + 1`` still takes effect (judge's forced stop is that same Stop)."""
+    return max_rejections <= cap + 1
+
+
 def block_cap_warnings(config: Config, cap: int | None = None) -> list[str]:
     """One message per prompt Stop/SubagentStop hook whose ``maxRejections`` exceeds the cap.
 
@@ -81,7 +90,7 @@ def block_cap_warnings(config: Config, cap: int | None = None) -> list[str]:
     for prefix, hookset in places:
         for event in ("Stop", "SubagentStop"):
             for index, hook in enumerate(hookset.for_event(event)):
-                if hook.type == "prompt" and hook.max_rejections > limit:
+                if hook.type == "prompt" and not takes_effect_under_claude_code(hook.max_rejections, limit):
                     problems.append(
                         f"{prefix}.{event}[{index}].maxRejections: {hook.max_rejections} is above "
                         f"Claude Code's cap of {limit} consecutive Stop blocks ({BLOCK_CAP_ENV}); "

@@ -20,14 +20,14 @@ from typing import Literal
 from judge.config import STOP_EVENTS, Config, Hook, load_config
 from judge.config.models import EVENTS
 from judge.errors import ConfigError
+from judge.integrations.claude_code_protocol import (
+    BLOCK_CAP_ENV,
+    claude_code_block_cap,
+    takes_effect_under_claude_code,
+)
 from judge.sandbox import CWD_KEYWORDS
 from judge.validation.models import explicit_model_problem, model_problem
 from judge.validation.templates import template_problems
-
-#: Claude Code ends a turn after this many consecutive Stop blocks (unless overridden by
-#: :data:`BLOCK_CAP_ENV`), whatever a hook's ``maxRejections`` says.
-CLAUDE_CODE_BLOCK_CAP = 8
-BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 
 _INTERPRETERS = frozenset({"bash", "sh", "zsh", "python", "python3", "node", "ruby", "perl", "deno", "bun"})
 _SCRIPT_SUFFIX = re.compile(r"\.(sh|bash|py|js|mjs|ts|rb|pl)$")
@@ -45,15 +45,6 @@ class Finding:
     def __str__(self) -> str:
         text = f"{self.where}: {self.message}"
         return text if self.severity == "error" else f"warning: {text}"
-
-
-def block_cap(env: Mapping[str, str]) -> int:
-    """Claude Code's consecutive Stop-block cap: ``$CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` or 8."""
-    try:
-        value = int(env.get(BLOCK_CAP_ENV, "").strip())
-    except ValueError:
-        return CLAUDE_CODE_BLOCK_CAP
-    return value if value > 0 else CLAUDE_CODE_BLOCK_CAP
 
 
 def placed_hooks(config: Config) -> Iterator[tuple[str, str, Hook, str | None]]:
@@ -98,8 +89,8 @@ def _hook_findings(
         errors, warnings = template_problems(hook.prompt or "", event, agent, config.base_dir)
         found += [Finding("error", f"{where}.prompt", m) for m in errors]
         found += [Finding("warning", f"{where}.prompt", m) for m in warnings]
-        cap = block_cap(env)
-        if event in STOP_EVENTS and hook.max_rejections > cap:
+        cap = claude_code_block_cap(env)
+        if event in STOP_EVENTS and not takes_effect_under_claude_code(hook.max_rejections, cap):
             found.append(
                 Finding(
                     "warning",
