@@ -4,6 +4,7 @@ Endpoints (handlers in :mod:`judge.server_service`):
 
 * ``GET /healthz`` — liveness, never authenticated;
 * ``GET /openapi.json`` — the OpenAPI document (:mod:`judge.server_openapi`), never authenticated;
+* ``GET /ui`` — the live view's page (:mod:`judge.server_ui`; it holds no data), never authenticated;
 * ``PUT|GET|DELETE /api/v2/extendedAgent/agents/{name}`` — custom agents, stored in
   the SQLite state database of the data dir; ``GET /api/v2/extendedAgent/agents`` lists them;
 * ``POST /api/v2/hooks/{event}`` — the context JSON (plus optional inline ``transcript``
@@ -55,6 +56,7 @@ from judge.server_locks import SessionLocks
 from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
 from judge.server_openapi import openapi_document
 from judge.server_service import STATE_DB, ServerSettings, Service
+from judge.server_ui import ui_page
 from judge.server_workers import watch_master
 
 __all__ = [
@@ -80,7 +82,7 @@ __all__ = [
 #: Environment variable holding the bearer token; unset or empty means no auth.
 TOKEN_ENV = "JUDGE_API_TOKEN"
 #: Paths answered without a token.
-PUBLIC_PATHS = ("/healthz", "/openapi.json")
+PUBLIC_PATHS = ("/healthz", "/openapi.json", "/ui")
 
 
 # ---------------------------------------------------------------------------
@@ -208,6 +210,8 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
         ("/healthz", service.healthz, ["GET"]),
         ("/openapi.json", _openapi, ["GET"]),
         ("/metrics", service.prometheus, ["GET"]),
+        ("/ui", ui_page, ["GET"]),
+        ("/api/v2/ui/summary", service.ui_summary, ["GET"]),
         ("/api/v2/extendedAgent/agents", service.list_agents, ["GET"]),
         ("/api/v2/extendedAgent/agents/{name}", service.agent, ["GET", "PUT", "DELETE"]),
         ("/api/v2/hooks/{event}", service.hook, ["POST"]),

@@ -195,6 +195,27 @@ def openapi_document() -> dict[str, Any]:
                 },
             }
         },
+        "/ui": {
+            "get": {
+                "summary": "The live view of the gate: an HTML page with no data (never needs a token)",
+                "operationId": "ui",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "The page",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    }
+                },
+            }
+        },
+        "/api/v2/ui/summary": {
+            "get": {
+                "summary": "What the live view shows: recent decisions, block rate per hook, top rejection "
+                "reasons, forced stops, decisions/blocks/errors per minute over the last hour",
+                "operationId": "uiSummary",
+                "responses": {"200": {"description": "The summary", "content": _json({})}, **_errors(401)},
+            }
+        },
         "/api/v2/extendedAgent/agents": {
             "get": {
                 "summary": "List the registered custom agents, sorted by name",
@@ -265,7 +286,7 @@ def openapi_document() -> dict[str, Any]:
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "Required on every endpoint but /healthz and /openapi.json "
+                    "description": "Required on every endpoint but /healthz, /openapi.json and /ui "
                     "when JUDGE_API_TOKEN is set.",
                 }
             },

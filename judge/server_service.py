@@ -16,6 +16,7 @@ from judge.audit import AuditLog
 from judge.config import EVENTS, STOP_EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import PromptJudge
+from judge.decision_log import append_decision, read_recent, record_of, summarize
 from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError
 from judge.gate import Gate
@@ -76,6 +77,11 @@ class Service:
 
     async def healthz(self, request: Request) -> Response:
         return json_response({"status": "ok"})
+
+    async def ui_summary(self, request: Request) -> Response:
+        """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""
+        data_dir = self.settings.data_dir
+        return json_response(await asyncio.to_thread(lambda: summarize(read_recent(data_dir))))
 
     async def prometheus(self, request: Request) -> Response:
         body, content_type = await asyncio.to_thread(self.metrics.exposition)
@@ -171,7 +177,10 @@ class Service:
         finally:
             if folder is not None:
                 remove_folder(folder)
-        self.metrics.observe(event, context.get("agent_name"), decision, time.perf_counter() - started)
+        seconds = time.perf_counter() - started
+        self.metrics.observe(event, context.get("agent_name"), decision, seconds)
+        record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
+        await asyncio.to_thread(append_decision, self.settings.data_dir, record)
         return json_response(decision.to_json())
 
     async def _engine(self, agent_name: Any) -> Engine:

@@ -37,6 +37,8 @@ def test_every_route_is_documented():
         "/healthz",
         "/openapi.json",
         "/metrics",
+        "/ui",
+        "/api/v2/ui/summary",
         "/api/v2/extendedAgent/agents",
         "/api/v2/extendedAgent/agents/{name}",
         "/api/v2/hooks/Stop",
