@@ -1,11 +1,12 @@
 """Command hooks: run a bash command or a script in a sandbox and read its answer.
 
-The sandbox: a fresh temporary working directory (removed afterwards), a scrubbed
-environment (only a small allowlist of the parent's variables; no API keys or tokens),
-the context JSON on stdin (then stdin is closed), stdout/stderr captured up to a cap,
-and the timeout enforced by killing the whole process group, so children a script
-forks (``sleep 1000 &``) do not outlive it. Context values never reach a shell command
-line, so they cannot inject commands.
+The sandbox (details in :mod:`judge.sandbox` and :mod:`judge.sandbox_supervisor`): a fresh
+private temp dir (removed afterwards) as HOME and, by default, working directory; a scrubbed
+environment (an allowlist plus the names the hook lists); the context JSON on stdin (then
+stdin is closed); stdout/stderr captured up to a cap; a supervisor that kills every
+descendant at the deadline whatever it did to its session or process group (a PID
+namespace where the kernel allows); an unprivileged user when the judge runs as root.
+Context values never reach a shell command line, so they cannot inject commands.
 """
 
 from __future__ import annotations
@@ -17,16 +18,31 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from judge.config import Hook
+from judge.errors import HookError
+from judge.sandbox import (
+    ENV_ALLOWLIST,
+    HookUser,
+    give_to,
+    hook_env,
+    hook_user,
+    make_judge_undumpable,
+    namespaces_wanted,
+    resolve_cwd,
+    supervisor_argv,
+)
 
-#: Parent variables a hook may see. Everything else (API keys, tokens, ...) is dropped.
-ENV_ALLOWLIST: tuple[str, ...] = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TERM")
+__all__ = ["ENV_ALLOWLIST", "OUTPUT_CAP", "CommandResult", "run_command_hook"]
+
 #: Bytes kept of each of stdout and stderr; the rest is drained and dropped.
 OUTPUT_CAP = 1024 * 1024
 _CHUNK = 65536
+#: Seconds the supervisor gets to kill and reap everything after the deadline.
+KILL_GRACE = 2.0
 
 
 @dataclass
@@ -41,23 +57,12 @@ class CommandResult:
     stdout_truncated: bool = False
 
 
-def sandbox_env(workdir: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The scrubbed environment of a command hook."""
-    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.setdefault("LANG", "C.UTF-8")
-    env["HOME"] = workdir
-    env["TMPDIR"] = workdir
-    env["PYTHONIOENCODING"] = "utf-8"
-    if extra:
-        env.update(extra)
-    return env
-
-
 def _interpreter(script: str) -> list[str]:
     first = script.lstrip("\n").split("\n", 1)[0].strip()
     if first == "#!/usr/bin/env python3":
-        return [shutil.which("python3") or sys.executable]
+        # Looked up on PATH by the hook's own user (an interpreter under /root is not
+        # usable by `nobody`); the judge's interpreter when PATH has none.
+        return ["python3" if shutil.which("python3") else sys.executable]
     return [shutil.which("bash") or "/bin/bash"]
 
 
@@ -91,7 +96,7 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     delay = 0.002
     while proc.returncode is None:
         await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
+        delay = min(delay * 2, 0.01)
     return proc.returncode
 
 
@@ -106,28 +111,88 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """Ask the supervisor to kill everything below it; kill it if it does not exit soon."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(_exited(proc), timeout=KILL_GRACE)
+    except TimeoutError:
+        _kill_group(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await _exited(proc)
+
+
+def _hook_argv(hook: Hook, workdir: str, user: HookUser | None) -> list[str]:
+    if hook.script is not None:
+        path = Path(workdir) / ".hook-script"
+        path.write_text(hook.script, encoding="utf-8")
+        give_to(user, path)
+        return [*_interpreter(hook.script), str(path)]
+    return [shutil.which("bash") or "/bin/bash", "-c", hook.command or ""]
+
+
+def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> str:
+    """The transcript path a hook gets: its own copy when it runs as another user."""
+    if user is None:
+        return str(transcript)
+    if not transcript.is_file():  # never copy a FIFO or a device
+        raise HookError(f"the transcript is not a regular file: {transcript}")
+    folder = Path(workdir) / ".judge"
+    folder.mkdir(mode=0o700)
+    copy = folder / transcript.name
+    try:
+        shutil.copyfile(transcript, copy)
+        copy.chmod(0o600)
+    except OSError as exc:
+        raise HookError(f"cannot copy the transcript for the hook: {exc}") from None
+    give_to(user, folder, copy)
+    return str(copy)
+
+
 async def run_command_hook(
     hook: Hook,
-    stdin_json: str,
+    stdin_json: str | Callable[[str | None], str],
     timeout: float | None = None,
     extra_env: dict[str, str] | None = None,
+    *,
+    transcript: Path | None = None,
+    base_dir: Path | None = None,
+    namespaces: bool | None = None,
 ) -> CommandResult:
-    """Run ``hook`` (its ``command`` or ``script``) with ``stdin_json`` on stdin."""
+    """Run ``hook`` (its ``command`` or ``script``) with ``stdin_json`` on stdin.
+
+    ``transcript`` is offered as ``$JUDGE_TRANSCRIPT`` (a copy the hook can read when it
+    runs as another user; ``stdin_json`` may be a function of that path, so the context
+    can name the same copy); ``base_dir`` (the config's folder)
+    anchors ``cwd: config`` and relative ``cwd`` paths; ``namespaces`` lets the supervisor
+    use a PID namespace where the kernel allows it (default: ``$JUDGE_HOOK_NAMESPACES``).
+    Raises HookError when the sandbox cannot be set up (a missing ``cwd`` folder, an
+    unknown ``$JUDGE_HOOK_USER``).
+    """
     limit = float(timeout if timeout is not None else hook.timeout)
+    make_judge_undumpable()
+    user = hook_user()
     with tempfile.TemporaryDirectory(prefix="judge-hook-", ignore_cleanup_errors=True) as workdir:
-        if hook.script is not None:
-            path = Path(workdir) / ".hook-script"
-            path.write_text(hook.script, encoding="utf-8")
-            argv = [*_interpreter(hook.script), str(path)]
-        else:
-            argv = [shutil.which("bash") or "/bin/bash", "-c", hook.command or ""]
+        give_to(user, Path(workdir))
+        cwd = resolve_cwd(hook.cwd, workdir, base_dir)
+        env = hook_env(workdir, hook.env, extra_env)
+        seen_as = None if transcript is None else _transcript_for(transcript, workdir, user)
+        if seen_as is not None:
+            env["JUDGE_TRANSCRIPT"] = seen_as
+        if callable(stdin_json):
+            stdin_json = stdin_json(seen_as)
+        if namespaces is None:
+            namespaces = namespaces_wanted()
+        argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces, limit)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=workdir,
-            env=sandbox_env(workdir, extra_env),
+            env=env,
             start_new_session=True,
         )
         out, err = _Capture(), _Capture()
@@ -151,16 +216,13 @@ async def run_command_hook(
             timed_out = True
         finally:
             feeder.cancel()
-            # Kill whatever is left of the group: the script on timeout, and children it
-            # left behind (holding our pipes open or not) in every case.
-            _kill_group(proc.pid)
             if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                await _exited(proc)
+                await _stop(proc)
+            # The supervisor reaps every descendant before it exits; the group kill is a
+            # backstop for the case it was killed itself.
+            _kill_group(proc.pid)
         try:
-            # The pipes close once the group is dead; a process that escaped the group
-            # (setsid) and still holds them is not waited for long.
+            # The pipes close once everything below the supervisor is dead.
             await asyncio.wait_for(readers, timeout=2)
         except TimeoutError:
             pass

@@ -122,9 +122,16 @@ class Engine:
             return answer, None, verdict
         extra_env = dict(self.command_env)
         extra_env["JUDGE_HOOK_EVENT"] = event
-        if transcript is not None:
-            extra_env["JUDGE_TRANSCRIPT"] = str(transcript)
-        result = await run_command_hook(hook, _dumps(context), extra_env=extra_env)
+
+        def stdin(transcript_seen_as: str | None) -> str:
+            # A hook that runs as another user reads its own copy of the transcript.
+            if transcript_seen_as is None or transcript_seen_as == context.get("execution_summary"):
+                return _dumps(context)
+            return _dumps({**context, "execution_summary": transcript_seen_as})
+
+        result = await run_command_hook(
+            hook, stdin, extra_env=extra_env, transcript=transcript, base_dir=self.config.base_dir
+        )
         if result.timed_out:
             raise HookError(f"timed out after {hook.timeout}s")
         if result.exit_code == 2:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from judge.config import CustomAgent, validate_custom_agent
+from judge.config import EVENTS, CustomAgent, validate_custom_agent
 from judge.errors import ConfigError
 from judge.server_bodies import ApiError
 
@@ -64,6 +64,18 @@ def agent_from_document(name: str, doc: Any) -> CustomAgent:
             "or a resource document with spec",
         )
     try:
-        return validate_custom_agent(body, prefix)
+        agent = validate_custom_agent(body, prefix)
     except ConfigError as exc:
         raise ApiError(400, "invalid custom agent", exc.problems) from None
+    # A hook's `env` passes the service's own variables (its API keys among them) to the
+    # hook: only the people who write the service's --config may name them.
+    named = [
+        f"{prefix}.hooks.{event}[{i}].env: not allowed for agents registered over HTTP "
+        "(the service's environment stays private); put such hooks in the --config file"
+        for event in EVENTS
+        for i, hook in enumerate(agent.hooks.for_event(event))
+        if hook.env
+    ]
+    if named:
+        raise ApiError(400, "invalid custom agent", named)
+    return agent

@@ -8,10 +8,13 @@ values are read from the JSONL files themselves, not hard-coded.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +39,11 @@ print(json.dumps({{"decision": "block", "reason": "captured " + ctx["hook_event_
 
 
 def write_capture_config(tmp_path: Path) -> Path:
-    out = tmp_path / "captured"
-    out.mkdir()
+    # The hook writes here whoever it runs as (nobody when the tests run as root).
+    out = Path(tempfile.mkdtemp(prefix="captured-"))
+    out.chmod(0o777)
+    atexit.register(shutil.rmtree, out, True)
+    (tmp_path / "captured").symlink_to(out)
     script = CAPTURE_SCRIPT.format(out=str(out))
     config = {"hooks": {"Stop": [{"type": "command", "script": script}]}}
     config["hooks"]["SubagentStop"] = config["hooks"]["Stop"]
@@ -122,9 +128,13 @@ def test_stop_on_real_transcript(tmp_path: Path, name: str) -> None:
     assert user_lines and "USER" in user_lines[0].split(":", 1)[0]
     assert not any(line.startswith("{") for line in rendered.splitlines()), "raw JSON leaked"
     # The rendered transcript is kept, owner-only, in the render cache beside the state file,
-    # so the next Stop of this session renders only what Claude Code appended.
-    summary = Path(ctx["execution_summary"])
-    assert summary.parent == tmp_path / "render-cache"
+    # so the next Stop of this session renders only what Claude Code appended. (A hook that
+    # runs as another user, under root, is given its own copy of it instead.)
+    cached = sorted((tmp_path / "render-cache").glob("*.txt"))
+    assert len(cached) == 1
+    summary = cached[0]
+    if os.geteuid() != 0:
+        assert Path(ctx["execution_summary"]) == summary
     assert summary.stat().st_mode & 0o777 == 0o600
     assert summary.read_text(encoding="utf-8") == rendered
 

@@ -61,8 +61,10 @@ def pre(tool: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_a_call_no_hook_matches_is_answered_without_loading_the_config(tmp_path: Path) -> None:
-    marker = tmp_path / "ran.json"
+def test_a_call_no_hook_matches_is_answered_without_loading_the_config(
+    tmp_path: Path, hook_writable: Path
+) -> None:
+    marker = hook_writable / "ran.json"  # the hook may run as nobody
     config = write_config(tmp_path / "judge.yaml", "Write|Edit", marker)
     # First call: no index yet, the full adapter runs (and writes the index).
     out, heavy = call(tmp_path, config, pre("Bash"))
@@ -79,8 +81,8 @@ def test_a_call_no_hook_matches_is_answered_without_loading_the_config(tmp_path:
     assert json.loads(marker.read_text())["tool_input"] == {"x": 1}
 
 
-def test_an_edited_config_is_loaded_again(tmp_path: Path) -> None:
-    marker = tmp_path / "ran.json"
+def test_an_edited_config_is_loaded_again(tmp_path: Path, hook_writable: Path) -> None:
+    marker = hook_writable / "ran.json"  # the hook may run as nobody
     config = write_config(tmp_path / "judge.yaml", "Write", marker)
     call(tmp_path, config, pre("Bash"))
     assert call(tmp_path, config, pre("Bash")) == ("", [])
@@ -99,16 +101,18 @@ def test_an_edited_config_is_loaded_again(tmp_path: Path) -> None:
         ("[Bb]ash", "Bash"),  # not in the simple subset: decided by the full path
     ],
 )
-def test_matchers_that_select_the_tool_reach_the_full_path(tmp_path: Path, matcher: str, tool: str) -> None:
-    marker = tmp_path / "ran.json"
+def test_matchers_that_select_the_tool_reach_the_full_path(
+    tmp_path: Path, hook_writable: Path, matcher: str, tool: str
+) -> None:
+    marker = hook_writable / "ran.json"  # the hook may run as nobody
     config = write_config(tmp_path / "judge.yaml", matcher, marker)
     call(tmp_path, config, pre("Nothing"))
     _, heavy = call(tmp_path, config, pre(tool))
     assert "judge.config" in heavy and marker.exists()
 
 
-def test_custom_agent_hooks_count_for_their_agent_only(tmp_path: Path) -> None:
-    marker = tmp_path / "ran.json"
+def test_custom_agent_hooks_count_for_their_agent_only(tmp_path: Path, hook_writable: Path) -> None:
+    marker = hook_writable / "ran.json"  # the hook may run as nobody
     extra = f"""customAgents:
   reviewer:
     hooks:

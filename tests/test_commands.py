@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shlex
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from judge.commands import OUTPUT_CAP, run_command_hook
 from judge.config import Hook, config_from_data
 from judge.engine import Engine
 from judge.errors import HookError
+from tests.security.sandbox_probe import pids_with, token
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-openai-secret",
@@ -50,25 +50,6 @@ def engine_for(event: str, hook: Mapping[str, object]) -> Engine:
 
 def stop_ctx(**extra: object) -> dict[str, object]:
     return {"hook_event_name": "Stop", "final_output": "Done.", **extra}
-
-
-def process_gone(pid: int, wait: float = 3.0) -> bool:
-    """True once ``pid`` no longer runs (gone, or a zombie waiting to be reaped)."""
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        status = Path(f"/proc/{pid}/status")
-        try:
-            state = next(line for line in status.read_text().splitlines() if line.startswith("State:"))
-        except (OSError, StopIteration):
-            return True
-        if "Z" in state.split()[1]:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 # -- the exit-code table and output --------------------------------------------------------
@@ -152,28 +133,29 @@ async def test_a_hook_that_ignores_sigterm_still_dies() -> None:
 
 
 async def test_forked_children_do_not_outlive_the_hook() -> None:
+    marker, spelled = token()
     start = time.perf_counter()
-    result = await run_command_hook(command("sleep 1000 & echo $!", timeout=5), "{}")
-    assert (result.exit_code, result.timed_out) == (0, False)
+    result = await run_command_hook(command(f"sleep {spelled} & echo started", timeout=5), "{}")
+    assert (result.exit_code, result.timed_out, result.stdout) == (0, False, "started\n")
     assert time.perf_counter() - start < 2  # the child holding stdout does not stall the hook
-    assert process_gone(int(result.stdout.strip()))
+    assert pids_with(marker) == []
 
 
 async def test_detached_children_without_our_pipes_are_killed_too() -> None:
-    text = "sleep 1000 </dev/null >/dev/null 2>&1 & echo $!"
+    marker, spelled = token()
+    text = f"sleep {spelled} </dev/null >/dev/null 2>&1 & while ! pgrep -f {marker} >/dev/null; do :; done"
     result = await run_command_hook(command(text, timeout=5), "{}")
     assert result.exit_code == 0
-    assert process_gone(int(result.stdout.strip()))
+    assert pids_with(marker) == []
 
 
-async def test_forked_children_are_killed_on_timeout(tmp_path: Path) -> None:
-    pidfile = tmp_path / "pid"
-    text = f"sleep 1000 & echo $! > {shlex.quote(str(pidfile))}; sleep 30"
+async def test_forked_children_are_killed_on_timeout() -> None:
+    marker, spelled = token()
     start = time.perf_counter()
-    result = await run_command_hook(command(text, timeout=1), "{}")
+    result = await run_command_hook(command(f"sleep {spelled} & sleep 30", timeout=1), "{}")
     assert result.timed_out
     assert time.perf_counter() - start < 2.5
-    assert process_gone(int(pidfile.read_text().strip()))
+    assert pids_with(marker) == []
 
 
 @pytest.mark.slow
@@ -260,10 +242,11 @@ async def test_engine_passes_the_event_and_transcript_but_no_secrets(
     transcript.write_text("hello\n")
     hook = {
         "type": "command",
-        "command": 'echo "$JUDGE_HOOK_EVENT|$JUDGE_TRANSCRIPT|${OPENAI_API_KEY:-none}" >&2; exit 2',
+        "command": 'echo "$JUDGE_HOOK_EVENT|$(cat "$JUDGE_TRANSCRIPT")|${OPENAI_API_KEY:-none}" >&2; exit 2',
     }
     decision = await engine_for("Stop", hook).evaluate("Stop", stop_ctx(), transcript=transcript)
-    assert decision.reason == f"Stop|{transcript}|none"
+    # (as root the hook runs as nobody and gets its own copy of the private transcript)
+    assert decision.reason == "Stop|hello|none"
 
 
 INJECTIONS = [
@@ -277,8 +260,8 @@ INJECTIONS = [
 
 
 @pytest.mark.parametrize("template", INJECTIONS)
-async def test_context_values_cannot_inject_commands(tmp_path: Path, template: str) -> None:
-    marker = tmp_path / "injected"
+async def test_context_values_cannot_inject_commands(hook_writable: Path, template: str) -> None:
+    marker = hook_writable / "injected"
     payload = template.format(m=marker)
     # The hook reads the context into a variable and uses it unquoted and quoted.
     hook = {

@@ -514,6 +514,8 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "prompt",
         "command",
         "script",
+        "cwd",
+        "env",
         "matcher",
         "timeout",
         "failMode",

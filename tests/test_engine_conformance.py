@@ -842,8 +842,8 @@ async def test_stop_hooks_run_concurrently_results_in_declared_order() -> None:
     assert [h.index for h in decision.hooks] == [0, 1, 2]
 
 
-async def test_post_tool_use_hooks_run_sequentially(tmp_path: Path) -> None:
-    log = tmp_path / "order.log"
+async def test_post_tool_use_hooks_run_sequentially(hook_writable: Path) -> None:
+    log = hook_writable / "order.log"
     config = config_from_data(
         {
             "hooks": {
@@ -877,8 +877,8 @@ async def test_post_tool_use_block_withholds_result_text() -> None:
     assert decision.blocked_tool_result is None
 
 
-async def test_pre_tool_use_first_denial_short_circuits(tmp_path: Path) -> None:
-    marker = tmp_path / "later-hook-ran"
+async def test_pre_tool_use_first_denial_short_circuits(hook_writable: Path) -> None:
+    marker = hook_writable / "later-hook-ran"
     config = config_from_data(
         {
             "hooks": {"PreToolUse": [cmd("echo 'BLOCKED: policy' >&2; exit 2", matcher="*")]},

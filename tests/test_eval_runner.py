@@ -114,8 +114,10 @@ async def test_errors_and_transcripts(tmp_path: Path) -> None:
     assert all(r.error is None for r in results[:3])
 
 
-async def test_cache_serves_second_run_without_calls_and_command_hooks_still_run(tmp_path: Path) -> None:
-    marker = tmp_path / "ran.log"
+async def test_cache_serves_second_run_without_calls_and_command_hooks_still_run(
+    tmp_path: Path, hook_writable: Path
+) -> None:
+    marker = hook_writable / "ran.log"
     config = config_from_data(
         {
             "hooks": {

@@ -243,6 +243,14 @@ def test_agent_yaml_resource_document(main: Service) -> None:
         ({"properties": {}, "extra": 1}, "extra: unknown key"),
         ({"hooks": {}}, "expected"),
         ([1, 2], "must be an object"),
+        (
+            {
+                "properties": {
+                    "hooks": {"Stop": [{"type": "command", "command": "env", "env": ["OPENAI_API_KEY"]}]}
+                }
+            },
+            "properties.hooks.Stop[0].env: not allowed for agents registered over HTTP",
+        ),
     ],
 )
 def test_agent_invalid_is_400_with_located_problems(main: Service, body: Any, where: str) -> None:

@@ -30,7 +30,10 @@ hooks:
   PostToolUse:
     - type: command
       matcher: Whoami
-      command: 'cat > /dev/null; echo "{\\"hookSpecificOutput\\": {\\"additionalContext\\": \\"$PPID\\"}}"'
+      command: |
+        cat > /dev/null
+        w=$(awk '/^PPid/{print $2}' /proc/$PPID/status)
+        echo "{\\"hookSpecificOutput\\": {\\"additionalContext\\": \\"$w\\"}}"
 """
 MAX_REJECTIONS = 4
 
@@ -157,7 +160,9 @@ def test_concurrent_stops_of_one_session_count_one_to_n(tmp_path: Path) -> None:
 def test_two_workers_share_counts_and_stop_gracefully(tmp_path: Path) -> None:
     (tmp_path / "agent.yaml").write_text(LOAD_CONFIG)
     args = ["--config", str(tmp_path / "agent.yaml"), "--data-dir", str(tmp_path / "data")]
-    service = Service(tmp_path, [*args, "--workers", "2"]).start()
+    # The Whoami hook names its worker (its supervisor's parent): keep hooks in the
+    # workers' PID namespace so that pid is visible to it.
+    service = Service(tmp_path, [*args, "--workers", "2"], env={"JUDGE_HOOK_NAMESPACES": "0"}).start()
     try:
         assert "2 worker(s)" in service.text()
         # Both workers answer (each request is a new connection; the kernel spreads them).

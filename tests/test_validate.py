@@ -157,9 +157,11 @@ WARNINGS = [
         "    - type: command\n      matcher: Bash\n      command: \"python3 hooks/lint.py; sed 's/a/b/'\"\n",
         [
             "warning: hooks.PreToolUse[0].command: names the relative path './check.sh', but command "
-            "hooks run in a private temporary folder; use an absolute path (e.g. $CLAUDE_PROJECT_DIR/...)",
+            "hooks run in a private temporary folder; use an absolute path (e.g. $CLAUDE_PROJECT_DIR/...) "
+            "or set `cwd: config` or `cwd: project`",
             "warning: hooks.PreToolUse[1].command: names the relative path 'hooks/lint.py', but command "
-            "hooks run in a private temporary folder; use an absolute path (e.g. $CLAUDE_PROJECT_DIR/...)",
+            "hooks run in a private temporary folder; use an absolute path (e.g. $CLAUDE_PROJECT_DIR/...) "
+            "or set `cwd: config` or `cwd: project`",
         ],
         code=0,
     ),

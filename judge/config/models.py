@@ -13,6 +13,8 @@ from typing import Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge import sandbox
+
 #: Events a configuration may define hooks for. ``SubagentStop`` follows the Stop rules.
 EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
 #: Events whose hooks are selected by a tool-name ``matcher``.
@@ -73,6 +75,18 @@ class Hook(BaseModel):
         None,
         description="Command hooks: a multi-line script run by its shebang "
         "(`#!/bin/bash` or `#!/usr/bin/env python3`; none means bash). Excludes `command`.",
+    )
+    cwd: str = Field(
+        "temp",
+        description="Command hooks: where the hook starts: `temp` (its private temp dir, the "
+        "default), `config` (the config file's folder), `project` ($CLAUDE_PROJECT_DIR) or a "
+        "folder (relative to the config's folder).",
+    )
+    env: tuple[str, ...] = Field(
+        (),
+        description="Command hooks: names of the judge's environment variables to pass "
+        "through (nothing else is passed but PATH, LANG, LC_ALL, LC_CTYPE, TZ, TERM, "
+        "CLAUDE_PROJECT_DIR).",
     )
     matcher: str | None = Field(
         None,
@@ -152,9 +166,28 @@ class Hook(BaseModel):
             raise ValueError(f"unsupported shebang {first!r}; use one of {', '.join(SUPPORTED_SHEBANGS)}")
         return value
 
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_valid(cls, value: str) -> str:
+        problem = sandbox.cwd_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        problem = sandbox.env_names_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     @model_validator(mode="after")
     def _type_fields(self) -> Hook:
         problems = type_field_problems(self.type, self.prompt, self.command, self.script)
+        if self.type == "prompt":
+            unused = [f for f in ("cwd", "env") if f in self.model_fields_set]
+            problems += [f"{f}: only for command hooks" for f in unused]
         if problems:
             raise ValueError(problems[0])
         return self

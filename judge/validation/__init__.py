@@ -20,6 +20,7 @@ from typing import Literal
 from judge.config import STOP_EVENTS, Config, Hook, load_config
 from judge.config.models import EVENTS
 from judge.errors import ConfigError
+from judge.sandbox import CWD_KEYWORDS
 from judge.validation.models import explicit_model_problem, model_problem
 from judge.validation.templates import template_problems
 
@@ -108,16 +109,23 @@ def _hook_findings(
                     "ends at the cap and this limit never takes effect",
                 )
             )
-    elif hook.command is not None and getattr(hook, "cwd", "temp") == "temp":
+    elif hook.command is not None and hook.cwd == "temp":
         for path in relative_paths(hook.command):
             found.append(
                 Finding(
                     "warning",
                     f"{where}.command",
                     f"names the relative path {path!r}, but command hooks run in a private "
-                    "temporary folder; use an absolute path (e.g. $CLAUDE_PROJECT_DIR/...)",
+                    "temporary folder; use an absolute path (e.g. $CLAUDE_PROJECT_DIR/...) "
+                    "or set `cwd: config` or `cwd: project`",
                 )
             )
+    if hook.type == "command" and hook.cwd not in CWD_KEYWORDS:
+        folder = Path(hook.cwd).expanduser()
+        if config.base_dir is not None and not folder.is_absolute():
+            folder = config.base_dir / folder
+        if not folder.is_dir():
+            found.append(Finding("warning", f"{where}.cwd", f"{folder} is not a folder (yet)"))
     return found
 
 
