@@ -1,23 +1,35 @@
 """Append-only JSONL logs: ``audit_log.jsonl`` (PostToolUse) and ``session_summaries.jsonl`` (Stop).
 
 Each record is one line written with a single ``write`` on an ``O_APPEND`` descriptor
-under an exclusive ``flock``, so concurrent writers never interleave and a crash
-never leaves half a line.
+under an exclusive ``flock``, so concurrent writers never interleave. A writer killed
+in the middle of a large write (``kill -9``, power loss) can still leave part of a
+line at the end; the next writer sees the file does not end with a newline and starts
+its record on a new line, so only the torn record is lost, and :func:`read_jsonl`
+skips such a line with a warning.
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from judge.decision import Decision
+from judge.files import open_regular
+
+_log = logging.getLogger("judge.audit")
 
 AUDIT_LOG = "audit_log.jsonl"
 SESSION_SUMMARIES = "session_summaries.jsonl"
+#: What shadow hooks would have decided, with the context they judged (an eval suite's source).
+SHADOW_LOG = "shadow_log.jsonl"
+#: Characters of transcript text kept with a shadow record.
+SHADOW_TRANSCRIPT_CHARS = 1_000_000
 
 
 def now_iso() -> str:
@@ -25,13 +37,16 @@ def now_iso() -> str:
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
-    """Append one JSON line atomically (one write, under a lock)."""
+    """Append one JSON line (one write, under a lock), on a new line after a torn one."""
     line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8", errors="replace")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line  # a writer died mid-record: keep ours off its line
             written = 0
             while written < len(line):
                 written += os.write(fd, line[written:])
@@ -42,18 +57,107 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL log, in order. A line that is not a JSON object (a record
+    torn by a crash) is skipped with a warning on the ``judge.audit`` logger."""
+    try:
+        handle = open_regular(path, "log")
+    except FileNotFoundError:
+        return
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                record = None
+            if isinstance(record, dict):
+                yield record
+            else:
+                _log.warning(
+                    "%s:%d: skipped a line that is not a JSON record (%d bytes; torn by a crash?)",
+                    path,
+                    number,
+                    len(raw),
+                )
+
+
+def shadow_fields(decision: Decision) -> dict[str, Any]:
+    """``{"shadow": [...]}``: what each shadow hook would have decided (nothing without any)."""
+    shadow = [
+        {
+            "hook": f"{h.level}[{h.index}]",
+            "type": h.type,
+            "decision": h.decision,
+            "reason": h.reason,
+            "error": h.error,
+        }
+        for h in decision.hooks
+        if h.mode == "shadow"
+    ]
+    return {"shadow": shadow} if shadow else {}
+
+
 class AuditLog:
     """The two logs in ``data_dir``."""
 
     def __init__(self, data_dir: str | Path) -> None:
         self.data_dir = Path(data_dir)
 
-    def record(self, event: str, context: dict[str, Any], decision: Decision) -> None:
-        """Log what ``decision`` says about ``context`` where the event calls for it."""
+    def tool_calls(self) -> Iterator[dict[str, Any]]:
+        """The records of ``audit_log.jsonl`` (see :func:`read_jsonl`)."""
+        return read_jsonl(self.data_dir / AUDIT_LOG)
+
+    def session_summaries(self) -> Iterator[dict[str, Any]]:
+        """The records of ``session_summaries.jsonl`` (see :func:`read_jsonl`)."""
+        return read_jsonl(self.data_dir / SESSION_SUMMARIES)
+
+    def record(
+        self, event: str, context: dict[str, Any], decision: Decision, transcript: str | Path | None = None
+    ) -> None:
+        """Log what ``decision`` says about ``context`` where the event calls for it
+        (``transcript``: the file judged when the context names none)."""
         if event == "PostToolUse":
             self.tool_call(context, decision)
         elif event in ("Stop", "SubagentStop"):
             self.session_summary(context, decision)
+        if any(h.mode == "shadow" for h in decision.hooks):
+            self.shadow(event, context, decision, transcript)
+
+    def shadow(
+        self,
+        event: str,
+        context: dict[str, Any],
+        decision: Decision,
+        transcript_file: str | Path | None = None,
+    ) -> None:
+        """Record what the shadow hooks would have decided, with what they judged: the context
+        and the transcript text (its first SHADOW_TRANSCRIPT_CHARS characters), so the
+        records can become an eval suite (``judge datasets convert shadow``)."""
+        judged = {k: v for k, v in context.items() if k not in ("execution_summary", "stop_rejection_count")}
+        transcript = None
+        summary = context.get("execution_summary") or (str(transcript_file) if transcript_file else None)
+        if isinstance(summary, str) and summary:
+            try:  # a regular file only (a FIFO must not hang the gate); its first characters
+                with open_regular(summary, "transcript") as src:
+                    transcript = src.read(4 * SHADOW_TRANSCRIPT_CHARS).decode("utf-8", errors="replace")
+                transcript = transcript[:SHADOW_TRANSCRIPT_CHARS]
+            except OSError:
+                transcript = None
+        append_jsonl(
+            self.data_dir / SHADOW_LOG,
+            {
+                "timestamp": now_iso(),
+                "event": event,
+                "session_id": context.get("session_id"),
+                "agent_name": context.get("agent_name"),
+                "decision": decision.decision,
+                "context": judged,
+                "transcript": transcript,
+                **shadow_fields(decision),
+            },
+        )
 
     def tool_call(self, context: dict[str, Any], decision: Decision) -> None:
         append_jsonl(
@@ -69,6 +173,7 @@ class AuditLog:
                 "decision": decision.decision,
                 "reason": decision.reason,
                 "hook_errors": [h.error for h in decision.hooks if h.error],
+                **shadow_fields(decision),
             },
         )
 
@@ -91,5 +196,6 @@ class AuditLog:
                 "hook_errors": [h.error for h in decision.hooks if h.error],
                 "inputTokens": sum(u.input_tokens for u in usage),
                 "outputTokens": sum(u.output_tokens for u in usage),
+                **shadow_fields(decision),
             },
         )

@@ -11,7 +11,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from judge import __version__
@@ -92,7 +91,9 @@ def cmd_init(args: argparse.Namespace) -> int:
 def _read_context(path: str | None) -> Any:
     try:
         if path is not None:
-            text = Path(path).read_text(encoding="utf-8")
+            from judge.files import read_text
+
+            text = read_text(path, "context file")
             source = path
         else:
             if sys.stdin is None or sys.stdin.isatty():
@@ -139,9 +140,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ContextError, OSError) as exc:
         _err(str(exc))
         return 1
-    if args.transcript and not Path(args.transcript).is_file():
-        _err(f"transcript not found: {args.transcript}")
-        return 1
+    if args.transcript:
+        from judge.files import open_regular
+
+        try:
+            open_regular(args.transcript, "transcript").close()
+        except FileNotFoundError:
+            _err(f"transcript not found: {args.transcript}")
+            return 1
+        except OSError as exc:
+            _err(f"cannot read the transcript: {exc}")
+            return 1
     try:
         store = Store(args.state) if args.state else None
         audit = AuditLog(args.data_dir) if args.data_dir else None
@@ -266,6 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
     p.add_argument(
+        "--recorded",
+        action="store_true",
+        help="score the cases' recorded verdicts (from a shadow log) against their labels; judge nothing",
+    )
+    p.add_argument(
         "--fail-under",
         action="append",
         default=[],
@@ -318,8 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="dataset helpers")
     dsub = p.add_subparsers(dest="datasets_command", required=True, parser_class=_Parser)
     s = dsub.add_parser("convert", help="convert a public dataset into an eval suite")
-    s.add_argument("kind", choices=["llmbar", "tau-bench"], help="dataset kind")
-    s.add_argument("source", help="dataset file")
+    s.add_argument("kind", choices=["llmbar", "tau-bench", "shadow"], help="dataset kind")
+    s.add_argument("source", help="dataset file (for shadow: DATA_DIR/shadow_log.jsonl of judge serve)")
+    s.add_argument("--config", help="shadow: the hooks config the suite judges with (copied into it)")
+    s.add_argument("--event", default="Stop", help="shadow: which event's records to convert (default Stop)")
     s.add_argument("--out", required=True, help="output folder for the suite")
     s.add_argument("--limit", type=int, default=None, help="convert at most N items")
     s.set_defaults(func=cmd_datasets_convert)

@@ -171,9 +171,18 @@ class HookOutcome(BaseModel):
     duration_ms: float = Field(0.0, alias="durationMs")
     model: str | None = None
     usage: Usage | None = None
+    #: What the judgement cost in US dollars (None: no model call, or the price is unknown).
+    cost_usd: float | None = Field(None, alias="costUsd")
     additional_context: str | None = Field(None, exclude=True)
     updated_input: dict[str, Any] | None = Field(None, exclude=True)
     counts_as_rejection: bool = Field(False, exclude=True)
+    #: ``"shadow"`` for a shadow hook: what it would have decided, never acted on.
+    mode: Literal["shadow"] | None = None
+
+    @property
+    def effective(self) -> bool:
+        """Whether this outcome takes part in the decision (shadow hooks never do)."""
+        return self.mode != "shadow"
 
 
 class Decision(BaseModel):
@@ -205,8 +214,21 @@ class Decision(BaseModel):
             }
         if self.updated_input is not None:
             out["updatedInput"] = self.updated_input
-        out["hooks"] = [h.model_dump(by_alias=True) for h in self.hooks]
+        out["hooks"] = [
+            h.model_dump(
+                by_alias=True,
+                exclude={k for k, v in (("mode", h.mode), ("cost_usd", h.cost_usd)) if v is None},
+            )
+            for h in self.hooks
+        ]
+        if any(h.cost_usd is not None for h in self.hooks):
+            out["costUsd"] = self.cost_usd
         return out
+
+    @property
+    def cost_usd(self) -> float:
+        """What the hooks' model calls cost (those with a known price), in US dollars."""
+        return round(sum(h.cost_usd or 0.0 for h in self.hooks), 8)
 
     def error_lines(self) -> list[str]:
         """One line per hook that failed: where, which model, what, and what it decided."""

@@ -57,6 +57,7 @@ def record_of(event: str, agent: Any, session: Any, decision: Decision, seconds:
                 "type": h.type,
                 "decision": h.decision,
                 "error": _cut(h.error, REASON_CHARS),
+                **({"mode": "shadow", "reason": _cut(h.reason, REASON_CHARS)} if h.mode == "shadow" else {}),
             }
             for h in decision.hooks
         ],

@@ -20,6 +20,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from judge.decision import (
     parse_hook_output,
 )
 from judge.errors import HookError
+from judge.pricing import Price, cost_usd, price_table
 
 DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"
 DEFAULT_POST_BLOCK_REASON = "Tool result blocked by hook"
@@ -61,9 +63,14 @@ def _dumps(context: dict[str, Any]) -> str:
     return json.dumps(context, ensure_ascii=False)
 
 
+#: Why prompt hooks are not judged in the current evaluation (a spent budget), or None.
+_BUDGET_EXHAUSTED: ContextVar[str | None] = ContextVar("judge_budget_exhausted", default=None)
+
+
 def _last_additional_context(outcomes: list[HookOutcome]) -> str | None:
-    """The additionalContext of the last hook that gave one (later hooks win)."""
-    extra = [o.additional_context for o in outcomes if o.additional_context is not None]
+    """The additionalContext of the last hook that gave one (later hooks win; shadow hooks
+    never add context)."""
+    extra = [o.additional_context for o in outcomes if o.effective and o.additional_context is not None]
     return extra[-1] if extra else None
 
 
@@ -85,6 +92,8 @@ class Engine:
         self._judge = judge
         self.command_env = command_env or {}
         self.clock = clock
+        configured = {label: Price(p.input, p.output) for label, p in config.prices.items()}
+        self.prices = price_table(configured)
 
     @property
     def judge(self) -> PromptJudge:
@@ -105,6 +114,9 @@ class Engine:
     ) -> tuple[HookAnswer, str | None, PromptVerdict | None]:
         """Run one hook; return its answer, the exit-2 flag as reason source, the verdict."""
         if hook.type == "prompt":
+            exhausted = _BUDGET_EXHAUSTED.get()
+            if exhausted is not None:
+                raise HookError(exhausted)  # not judged: the model is not called
             request = PromptRequest(
                 hook=hook,
                 context=context,
@@ -184,6 +196,8 @@ class Engine:
             durationMs=round(duration, 3),
             model=verdict.model if verdict else failed_model,
             usage=verdict.usage if verdict else None,
+            costUsd=cost_usd(verdict.model, verdict.usage, self.prices) if verdict else None,
+            mode="shadow" if hook.mode == "shadow" else None,
         )
         if error is not None:
             outcome.error = error
@@ -224,12 +238,24 @@ class Engine:
         context: dict[str, Any],
         transcript: str | Path | None = None,
         repeat: int = 0,
+        budget_exhausted: str | None = None,
     ) -> Decision:
         """Evaluate ``event`` for ``context`` (a JSON object, validated here).
 
         ``transcript`` is used when the context has no ``execution_summary``.
-        Raises :class:`judge.errors.ContextError` for a malformed context.
+        ``budget_exhausted`` (why) makes every prompt hook a hook error without calling its
+        model (its failMode decides). Raises :class:`judge.errors.ContextError` for a
+        malformed context.
         """
+        token = _BUDGET_EXHAUSTED.set(budget_exhausted)
+        try:
+            return await self._evaluate(event, context, transcript, repeat)
+        finally:
+            _BUDGET_EXHAUSTED.reset(token)
+
+    async def _evaluate(
+        self, event: str, context: dict[str, Any], transcript: str | Path | None, repeat: int
+    ) -> Decision:
         ctx = context_json(parse_context(event, context))
         if not ctx.get("execution_summary") and transcript is not None:
             ctx["execution_summary"] = str(transcript)
@@ -254,7 +280,7 @@ class Engine:
         outcomes = list(
             await asyncio.gather(*(self.run_hook(event, lvl, i, h, ctx, path, repeat) for lvl, i, h in hooks))
         )
-        blocking = [o for o in outcomes if o.decision == "block"]
+        blocking = [o for o in outcomes if o.effective and o.decision == "block"]
         reason = "\n".join(o.reason or "" for o in blocking) or None
         if not blocking:
             return Decision(event=event, decision="allow", rejectionCount=count, hooks=outcomes)
@@ -265,7 +291,7 @@ class Engine:
                 event=event, decision="block", reason=reason, rejectionCount=count, hooks=outcomes
             )
         new_count = count + 1
-        limit = max(h.max_rejections for _, _, h in hooks if h.type == "prompt")
+        limit = max(h.max_rejections for _, _, h in hooks if h.type == "prompt" and h.mode != "shadow")
         command_blocks = [o for o in blocking if not o.counts_as_rejection]
         if new_count >= limit and not command_blocks:
             return Decision(
@@ -290,7 +316,7 @@ class Engine:
         outcomes: list[HookOutcome] = []
         for lvl, i, h in hooks:
             outcomes.append(await self.run_hook("PostToolUse", lvl, i, h, ctx, path, repeat))
-        blocking = [o for o in outcomes if o.decision == "block"]
+        blocking = [o for o in outcomes if o.effective and o.decision == "block"]
         return Decision(
             event="PostToolUse",
             decision="block" if blocking else "allow",
@@ -312,6 +338,8 @@ class Engine:
         for lvl, i, h in hooks:
             outcome = await self.run_hook("PreToolUse", lvl, i, h, current, path, repeat)
             outcomes.append(outcome)
+            if not outcome.effective:
+                continue  # recorded; it neither denies nor rewrites
             if outcome.decision == "block":
                 # The first denial wins; later hooks (and the tool) do not run.
                 return Decision(

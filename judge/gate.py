@@ -9,6 +9,7 @@ audit logs; the rules themselves stay in :mod:`judge.engine`.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError
+from judge.session_lock import DEFAULT_WAIT_SECONDS, lock_folder, session_lock
 from judge.state import Store
 
 
@@ -30,13 +32,28 @@ def count_key(event: str, session_id: str) -> str:
     return session_id if event == "Stop" else f"{session_id}:{event}"
 
 
+def spend_keys(session_id: str | None) -> list[str]:
+    """Where spending is recorded: the session (when known) and the UTC day."""
+    day = f"day:{datetime.now(UTC):%Y-%m-%d}"
+    return [f"session:{session_id}", day] if session_id else [day]
+
+
 class Gate:
     """Engine + optional :class:`Store` (rejection counts) + optional :class:`AuditLog`."""
 
-    def __init__(self, engine: Engine, store: Store | None = None, audit: AuditLog | None = None) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        store: Store | None = None,
+        audit: AuditLog | None = None,
+        *,
+        lock_wait: float = DEFAULT_WAIT_SECONDS,
+    ) -> None:
         self.engine = engine
         self.store = store
         self.audit = audit
+        #: longest wait for a concurrent Stop round of the same session (SessionBusy after)
+        self.lock_wait = lock_wait
 
     async def decide(
         self,
@@ -44,12 +61,46 @@ class Gate:
         context: dict[str, Any],
         transcript: str | Path | None = None,
         session_id: str | None = None,
+        *,
+        new_loop: bool = False,
     ) -> Decision:
-        """Evaluate ``event``; Stop counts are merged with and saved to the store."""
+        """Evaluate ``event``; Stop counts are merged with and saved to the store.
+
+        With a store, the Stop rounds of one session run one at a time (across processes
+        too: see :mod:`judge.session_lock`). ``new_loop`` resets the session's count first
+        (a fresh stop attempt), in the same locked round.
+        """
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
         sid = session_id or context.get("session_id")
         sid = str(sid) if sid is not None else None
+        if event in STOP_EVENTS and self.store is not None and sid:
+            # read count -> decide -> write count, one round of the session at a time
+            async with session_lock(lock_folder(self.store.path), count_key(event, sid), self.lock_wait):
+                if new_loop:
+                    await asyncio.to_thread(self.store.reset, count_key(event, sid))
+                return await self._decide(event, context, transcript, sid)
+        return await self._decide(event, context, transcript, sid)
+
+    def _exhausted(self, keys: list[str]) -> str | None:
+        """Why prompt hooks may not run now (a spent budget), or None."""
+        assert self.store is not None
+        budget = self.engine.config.budgets
+        for key in keys:
+            limit = budget.per_session_usd if key.startswith("session:") else budget.per_day_usd
+            if limit is not None:
+                spent = self.store.spent(key)
+                if spent >= limit:
+                    what = "session" if key.startswith("session:") else "daily"
+                    return (
+                        f"budget exhausted: {what} budget of ${limit:g} spent (${spent:.4f}); "
+                        "model not called"
+                    )
+        return None
+
+    async def _decide(
+        self, event: str, context: dict[str, Any], transcript: str | Path | None, sid: str | None
+    ) -> Decision:
         stop = event in STOP_EVENTS
         stored = 0
         key = count_key(event, sid) if sid else ""
@@ -60,7 +111,13 @@ class Gate:
             given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
             count = max(stored, given_count)
             context = {**context, "stop_rejection_count": count, "stop_hook_active": count > 0}
-        decision = await self.engine.evaluate(event, context, transcript)
+        budget = self.engine.config.budgets
+        tracked = self.store is not None and (budget.per_session_usd or budget.per_day_usd)
+        keys = spend_keys(sid) if tracked else []
+        exhausted = await asyncio.to_thread(self._exhausted, keys) if tracked else None
+        decision = await self.engine.evaluate(event, context, transcript, budget_exhausted=exhausted)
+        if tracked and self.store is not None and decision.cost_usd > 0:
+            await asyncio.to_thread(self.store.add_spend, keys, decision.cost_usd)
         if stop and self.store is not None and sid:
             if decision.decision == "block":
                 # Add what this round added (atomically), so concurrent rounds of one
@@ -76,5 +133,5 @@ class Gate:
                     decision = decision.model_copy(update={"rejection_count": 0})
         if self.audit is not None:
             logged = {**context, "session_id": sid} if sid else context
-            await asyncio.to_thread(self.audit.record, event, logged, decision)
+            await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
         return decision

@@ -11,6 +11,7 @@ What is counted (names as exposed):
   provider failures);
 - ``judge_decision_seconds{event}`` and ``judge_hook_seconds{event, type}``: histograms;
 - ``judge_tokens_total{model, kind}``: prompt-hook tokens, ``kind`` input or output;
+- ``judge_cost_usd_total{model}``: what they cost, for models with a known price;
 - ``judge_requests_rejected_total{status}``: hook requests refused with a 4xx or 5xx.
 
 ``agent`` is the custom agent named by the context's ``agent_name`` (empty for none).
@@ -65,6 +66,9 @@ class GateMetrics:
             "judge_hook_seconds", "Seconds per hook", ["event", "type"], buckets=_SECONDS, registry=reg
         )
         self.tokens = Counter("judge_tokens", "Prompt-hook tokens", ["model", "kind"], registry=reg)
+        self.cost = Counter(
+            "judge_cost_usd", "Prompt-hook cost in US dollars (known prices)", ["model"], registry=reg
+        )
         self.rejected = Counter(
             "judge_requests_rejected", "Hook requests refused with a 4xx or 5xx", ["status"], registry=reg
         )
@@ -87,6 +91,8 @@ class GateMetrics:
             if hook.usage is not None and hook.model:
                 self.tokens.labels(hook.model, "input").inc(hook.usage.input_tokens)
                 self.tokens.labels(hook.model, "output").inc(hook.usage.output_tokens)
+            if hook.cost_usd and hook.model:
+                self.cost.labels(hook.model).inc(hook.cost_usd)
 
     def refused(self, status: int) -> None:
         """Count a hook request answered with an error status."""

@@ -30,6 +30,11 @@ CREATE TABLE IF NOT EXISTS agents (
     body TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS spend (
+    key TEXT PRIMARY KEY,
+    usd REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
 """
 
 
@@ -107,6 +112,34 @@ class Store:
 
     def reset(self, session_id: str) -> None:
         self.set_rejection_count(session_id, 0)
+
+    # -- spending (budgets) -------------------------------------------------------------
+
+    def spent(self, key: str) -> float:
+        """US dollars recorded under ``key`` (``session:<id>``, ``day:<YYYY-MM-DD>``)."""
+        with self._connect() as db:
+            row = db.execute("SELECT usd FROM spend WHERE key = ?", (key,)).fetchone()
+        return float(row[0]) if row else 0.0
+
+    def add_spend(self, keys: list[str], usd: float) -> None:
+        """Add ``usd`` to every key, atomically (one write transaction)."""
+        if usd <= 0 or not keys:
+            return
+        now = time.time()
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for key in keys:
+                    db.execute(
+                        "INSERT INTO spend (key, usd, updated_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT(key) DO UPDATE SET usd = usd + excluded.usd, "
+                        "updated_at = excluded.updated_at",
+                        (key, usd, now),
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
     # -- custom agents -----------------------------------------------------------------
 

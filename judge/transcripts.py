@@ -21,9 +21,11 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
+
+from judge.files import open_regular, text_lines
 
 Format = Literal["text", "json", "jsonl", "claude-code"]
 
@@ -32,6 +34,9 @@ SNIFF_BYTES = 64 * 1024
 SNIFF_LINES = 50
 #: Whole-document JSON is parsed in memory; larger documents are treated as text.
 MAX_JSON_BYTES = 200 * 1024 * 1024
+#: Longer lines are read in pieces of this size (each rendered as text), so one huge
+#: line cannot fill memory.
+MAX_LINE_BYTES = 16 << 20
 CACHE_MAX_AGE_SECONDS = 24 * 3600
 CLAUDE_CODE_TYPES = frozenset({"user", "assistant", "summary", "system"})
 
@@ -46,13 +51,15 @@ def _is_claude_code(obj: Any) -> bool:
 
 def detect_format(path: Path) -> Format:
     """Which renderer a transcript needs (sniffs only the beginning of the file)."""
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        head = handle.read(SNIFF_BYTES)
+    with open_regular(path, "transcript") as handle:
+        raw = handle.read(SNIFF_BYTES)
+        size = os.fstat(handle.fileno()).st_size
+    head = raw.decode("utf-8", "replace")
     stripped = head.lstrip()
     if not stripped.startswith(("{", "[")):
         return "text"
     lines = [line for line in head.splitlines() if line.strip()]
-    complete = lines if len(head) < SNIFF_BYTES else lines[:-1]
+    complete = lines if len(raw) < SNIFF_BYTES else lines[:-1]
     parsed: list[Any] = []
     for line in complete[:SNIFF_LINES]:
         try:
@@ -60,15 +67,15 @@ def detect_format(path: Path) -> Format:
         except json.JSONDecodeError:
             parsed.append(None)
     objects = [obj for obj in parsed if isinstance(obj, dict)]
-    one_document = len(lines) == 1 and len(head) < SNIFF_BYTES
+    one_document = len(lines) == 1 and len(raw) < SNIFF_BYTES
     if parsed and isinstance(parsed[0], dict) and 2 * len(objects) >= len(parsed) and not one_document:
         if any(_is_claude_code(obj) for obj in objects):
             return "claude-code"
         return "jsonl"
-    if path.stat().st_size <= MAX_JSON_BYTES:
+    if size <= MAX_JSON_BYTES:
         try:
-            with path.open("r", encoding="utf-8") as handle:
-                json.load(handle)
+            with open_regular(path, "transcript") as handle:
+                json.loads(handle.read(MAX_JSON_BYTES + 1))
         except (json.JSONDecodeError, UnicodeDecodeError):
             return "text"
         return "json"
@@ -202,8 +209,8 @@ def render_jsonl_lines(lines: Iterable[str]) -> Iterator[str]:
 
 
 def _file_lines(path: Path) -> Iterator[str]:
-    with path.open("r", encoding="utf-8", errors="replace") as handle:
-        yield from handle
+    with open_regular(path, "transcript") as handle:
+        yield from text_lines(handle, MAX_LINE_BYTES)
 
 
 def render_lines(path: Path, fmt: Format | None = None) -> Iterator[str]:
@@ -213,8 +220,8 @@ def render_lines(path: Path, fmt: Format | None = None) -> Iterator[str]:
         for line in _file_lines(path):
             yield line.rstrip("\n")
     elif fmt == "json":
-        with path.open("r", encoding="utf-8") as handle:
-            data = json.load(handle)
+        with open_regular(path, "transcript") as handle:
+            data = json.loads(handle.read(MAX_JSON_BYTES + 1))
         yield from render_json_document(data)
     elif fmt == "claude-code":
         try:
@@ -279,12 +286,13 @@ def discard_rendered(path: str | Path) -> None:
         pass
 
 
-def prepare_transcript(path: str | Path) -> Path:
+def prepare_transcript(path: str | Path, check: Callable[[], None] | None = None) -> Path:
     """A readable text version of the transcript at ``path`` for the judge's tools.
 
     Plain text returns ``path`` itself; other shapes are rendered once into a cached
     temporary file (re-rendered when the source changes). Raises ``OSError`` when the
-    file cannot be read.
+    file cannot be read (or is not a regular file). ``check`` is called every few
+    thousand lines while rendering: it raises to stop the work (a judgement's deadline).
     """
     source = Path(path)
     fmt = detect_format(source)
@@ -298,7 +306,9 @@ def prepare_transcript(path: str | Path) -> Path:
     descriptor, partial = tempfile.mkstemp(dir=folder, suffix=".part")
     try:
         with open(descriptor, "w", encoding="utf-8") as handle:
-            for line in render_lines(source, fmt):
+            for number, line in enumerate(render_lines(source, fmt)):
+                if check is not None and number % 4096 == 0:
+                    check()
                 handle.write(line)
                 handle.write("\n")
         os.replace(partial, target)

@@ -104,7 +104,7 @@ BAD: list[tuple[str, Any, list[str]]] = [
     (
         "unknown top-level key",
         {"hooks": {}, "hook": {}},
-        ["hook: unknown key (expected hooks, customAgents, models)"],
+        ["hook: unknown key (expected hooks, customAgents, models, prices, budgets)"],
     ),
     (
         "both command and script",
@@ -521,6 +521,7 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "failMode",
         "model",
         "maxRejections",
+        "mode",
     }
     assert hook["additionalProperties"] is False
     assert hook["properties"]["timeout"]["default"] == 30

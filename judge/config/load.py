@@ -17,12 +17,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge.config.models import EVENTS, TOOL_EVENTS, Config, CustomAgent, Hook, HookSet, type_field_problems
+from judge.config.models import (
+    EVENTS,
+    TOOL_EVENTS,
+    Budgets,
+    Config,
+    CustomAgent,
+    Hook,
+    HookSet,
+    ModelPrice,
+    type_field_problems,
+)
 from judge.config.parse import parse_document, place
 from judge.errors import ConfigError
+from judge.files import FileTooLarge, NotARegularFile, read_text
 
-BARE_KEYS = frozenset({"hooks", "customAgents", "models", "name"})
-RESOURCE_KEYS = frozenset({"api_version", "apiVersion", "kind", "metadata", "spec", "models"})
+BARE_KEYS = frozenset({"hooks", "customAgents", "models", "name", "prices", "budgets"})
+RESOURCE_KEYS = frozenset(
+    {"api_version", "apiVersion", "kind", "metadata", "spec", "models", "prices", "budgets"}
+)
 SPEC_KEYS_CHECKED = frozenset({"hooks", "customAgents", "models"})
 
 
@@ -162,8 +175,38 @@ def _validate_custom_agents(raw: Any, prefix: str, problems: list[str]) -> dict[
         if "instructions" in rest and not isinstance(rest["instructions"], (str, type(None))):
             problems.append(f"{here}.instructions: must be a string")
             rest.pop("instructions")
+        if rest.get("mode", "enforce") not in ("enforce", "shadow"):
+            problems.append(f"{here}.mode: must be 'enforce' or 'shadow', got {rest['mode']!r}")
+            rest.pop("mode")
         agents[str(name)] = CustomAgent.model_validate({**rest, "hooks": hookset})
     return agents
+
+
+def _validate_prices(raw: Any, problems: list[str]) -> dict[str, ModelPrice]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problems.append(
+            "prices: must be a mapping of model label -> {input, output} (USD per million tokens)"
+        )
+        return {}
+    prices: dict[str, ModelPrice] = {}
+    for label, value in raw.items():
+        try:
+            prices[str(label)] = ModelPrice.model_validate(value)
+        except ValidationError as exc:
+            problems.extend(_pydantic_problems(f"prices.{label}", exc))
+    return prices
+
+
+def _validate_budgets(raw: Any, problems: list[str]) -> Budgets:
+    if raw is None:
+        return Budgets()
+    try:
+        return Budgets.model_validate(raw)
+    except ValidationError as exc:
+        problems.extend(_pydantic_problems("budgets", exc))
+        return Budgets()
 
 
 def validate_custom_agent(body: Any, prefix: str = "properties") -> CustomAgent:
@@ -210,12 +253,14 @@ def config_from_data(data: Any, base_dir: Path | None = None, source: str | None
     else:
         for key in data:
             if key not in BARE_KEYS:
-                problems.append(f"{key}: unknown key (expected hooks, customAgents, models)")
+                problems.append(f"{key}: unknown key (expected hooks, customAgents, models, prices, budgets)")
         raw_name = data.get("name")
         name = str(raw_name) if raw_name is not None else None
         hooks = _validate_hookset(data.get("hooks"), "hooks", problems)
         agents = _validate_custom_agents(data.get("customAgents"), "customAgents", problems)
         models = _validate_models(data.get("models"), "models", problems)
+    prices = _validate_prices(data.get("prices"), problems)
+    budgets = _validate_budgets(data.get("budgets"), problems)
     if problems:
         raise ConfigError(problems, source)
     return Config(
@@ -223,6 +268,8 @@ def config_from_data(data: Any, base_dir: Path | None = None, source: str | None
         hooks=hooks,
         customAgents=agents,
         models=models,
+        prices=prices,
+        budgets=budgets,
         base_dir=base_dir,
         hooks_key="spec.hooks" if resource else "hooks",
     )
@@ -232,9 +279,11 @@ def load_config(path: str | Path) -> Config:
     """Read, parse and validate a config file (YAML or JSON)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, "config file")
     except FileNotFoundError:
         raise ConfigError([f"file not found: {p}"], str(p)) from None
+    except (NotARegularFile, FileTooLarge) as exc:
+        raise ConfigError([str(exc)], str(p)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read {p}: {exc}"], str(p)) from None
     return config_from_data(parse_document(text, str(p)), base_dir=p.resolve().parent, source=str(p))

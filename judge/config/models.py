@@ -28,6 +28,8 @@ MATCH_TIMEOUT = 0.1
 SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 
 FailMode = Literal["allow", "block"]
+#: ``enforce``: the hook's verdict counts; ``shadow``: it is recorded, never acted on.
+HookMode = Literal["enforce", "shadow"]
 
 
 def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
@@ -111,6 +113,12 @@ class Hook(BaseModel):
         le=25,
         alias="maxRejections",
         description="Stop prompt hooks: how many rejections end the loop (1-25).",
+    )
+    mode: HookMode = Field(
+        "enforce",
+        description="`enforce` (default): the hook decides. `shadow`: the hook runs and its verdict "
+        'is recorded (hook results carry `"mode": "shadow"`), but it never blocks, rewrites, adds '
+        "context or counts toward maxRejections — to watch a new gate before turning it on.",
     )
 
     @field_validator("timeout", mode="before")
@@ -238,6 +246,33 @@ class CustomAgent(BaseModel):
 
     instructions: str | None = Field(None, description="The custom agent's instructions.")
     hooks: HookSet = Field(default_factory=HookSet, description="Hooks of this custom agent.")
+    mode: HookMode = Field(
+        "enforce", description="`shadow` runs every hook of this custom agent in shadow mode (see Hook.mode)."
+    )
+
+
+class ModelPrice(BaseModel):
+    """A model's price in US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, description="USD per million input tokens.")
+    output: float = Field(ge=0, description="USD per million output tokens.")
+
+
+class Budgets(BaseModel):
+    """Spending limits of prompt hooks (kept where the gate has state: the service, judge
+    claude-code, judge run --state). A prompt hook whose budget is spent is not run: it is a
+    hook error ``budget exhausted ...`` and its failMode decides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    per_session_usd: float | None = Field(
+        None, gt=0, alias="perSessionUsd", description="USD one session may spend on prompt hooks."
+    )
+    per_day_usd: float | None = Field(
+        None, gt=0, alias="perDayUsd", description="USD all sessions may spend per UTC day."
+    )
 
 
 class Config(BaseModel):
@@ -254,6 +289,12 @@ class Config(BaseModel):
         default_factory=dict,
         description="Tier -> model mapping, e.g. `ReasoningFast: openai:gpt-5.4-mini`.",
     )
+    prices: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Model label -> price (USD per million tokens), over the built-in table; "
+        "a label may end with `*` (`openai:*`).",
+    )
+    budgets: Budgets = Field(default_factory=Budgets, description="Spending limits of prompt hooks.")
     base_dir: Path | None = Field(
         None, exclude=True, description="Folder of the config file (for prompt includes)."
     )
@@ -267,7 +308,12 @@ class Config(BaseModel):
             ("agent", i, h) for i, h in enumerate(self.hooks.for_event(event))
         ]
         if agent_name and agent_name in self.custom_agents:
-            custom = self.custom_agents[agent_name].hooks.for_event(event)
+            agent = self.custom_agents[agent_name]
+            custom = agent.hooks.for_event(event)
+            if agent.mode == "shadow":
+                custom = [
+                    h if h.mode == "shadow" else h.model_copy(update={"mode": "shadow"}) for h in custom
+                ]
             selected += [("custom", i, h) for i, h in enumerate(custom)]
         return selected
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from judge.decision import PromptJudge, PromptRequest, PromptVerdict
 from judge.errors import HookError
+from judge.files import open_regular
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgements (
@@ -40,12 +41,13 @@ KEY_VERSION = "2"
 
 
 def file_sha256(path: Path | None) -> str | None:
-    """Content hash of a transcript file (None when there is none or it is unreadable)."""
+    """Content hash of a transcript file (None when there is none or it is unreadable,
+    or not a regular file: a FIFO or a device is never read)."""
     if path is None:
         return None
     digest = hashlib.sha256()
     try:
-        with path.open("rb") as fh:
+        with open_regular(path, "transcript") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(chunk)
     except OSError:

@@ -21,6 +21,7 @@ from judge.audit import now_iso
 from judge.decision import PromptJudge
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import JudgementCache
+from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
 from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import compute_metrics, rounded
 from judge.evaluation.model_override import suite_with_model
@@ -33,6 +34,7 @@ from judge.evaluation.runner import (
     order_results,
     pairs,
     read_results,
+    recorded_result,
     repair_results,
     run_suite,
 )
@@ -71,6 +73,8 @@ def _summary(report: dict[str, Any], out: Path) -> str:
     ]
     if report["n"] and report["cachedResults"] == report["n"]:
         lines[0] += " (no provider calls)"
+    if report.get("costUsd"):
+        lines[0] += f", cost ${report['costUsd']:.4f}"
     lines += error_summary(report)
     if "confusion" in report:
         ci = report["ci95"]
@@ -163,6 +167,16 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             _err(f"  {problem}")
         return 2
     repeats = args.repeats if args.repeats is not None else suite.repeats
+    recorded = bool(getattr(args, "recorded", False))
+    if recorded:
+        missing_verdicts = [case.id for case in suite.cases if case.recorded is None]
+        if missing_verdicts:
+            _err(
+                f"judge eval: --recorded: {len(missing_verdicts)} case(s) have no recorded verdict "
+                f"(first: {missing_verdicts[0]!r}); convert a shadow log with `judge datasets convert shadow`"
+            )
+            return 2
+        repeats = 1  # a recorded verdict is one sample
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -204,7 +218,14 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     def open_writer() -> None:
         writers.append(ResultsWriter(results_path, truncate=not args.resume))
 
-    if workers > 1:
+    if recorded:
+        open_writer()
+        for case in suite.cases:
+            if (case.id, 0) not in skip:
+                writers[0].write(recorded_result(case))
+        writers[0].close()
+        judging_seconds = time.perf_counter() - started
+    elif workers > 1:
         try:
             run_in_workers(
                 suite,
@@ -220,6 +241,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             )
         except KeyboardInterrupt:
             interrupted = True
+            ignore_interrupts()  # a second Ctrl-C must not cut the results short
         except WorkerFailure as exc:
             failure = str(exc)
         finally:
@@ -229,7 +251,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     else:
         open_writer()
         try:
-            run_suite(
+            completed = run_suite(
                 suite,
                 repeats=repeats,
                 concurrency=concurrency,
@@ -238,7 +260,9 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
                 on_result=writers[0].write,
                 skip=skip,
                 progress=progress,
+                guard=InterruptGuard(),
             )
+            interrupted = not completed
         except KeyboardInterrupt:
             interrupted = True
         finally:

@@ -25,7 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from judge.files import read_text
 from judge.transcripts import render_json_document
+
+#: Largest dataset file loaded (they are parsed whole).
+MAX_DATASET_BYTES = 1 << 30
 
 LLMBAR_AGENT = """\
 # Hook config for the LLMBar suite: does the answer follow the user's instruction?
@@ -71,7 +75,7 @@ class DatasetError(Exception):
 
 def _load_list(source: Path) -> list[Any]:
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
+        data = json.loads(read_text(source, "dataset file", limit=MAX_DATASET_BYTES))
     except FileNotFoundError:
         raise DatasetError(f"{source}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -180,7 +184,9 @@ def tau_cases(items: list[Any], source: str, out: Path, limit: int | None = None
     return cases
 
 
-def write_suite(out: Path, name: str, cases: list[dict[str, Any]], agent_yaml: str) -> Path:
+def write_suite(
+    out: Path, name: str, cases: list[dict[str, Any]], agent_yaml: str, event: str = "Stop"
+) -> Path:
     """Write suite.yaml and cases.jsonl (and agent.yaml when missing); return the suite path."""
     out.mkdir(parents=True, exist_ok=True)
     with (out / "cases.jsonl").open("w", encoding="utf-8") as fh:
@@ -191,7 +197,8 @@ def write_suite(out: Path, name: str, cases: list[dict[str, Any]], agent_yaml: s
         agent.write_text(agent_yaml, encoding="utf-8")
     suite = out / "suite.yaml"
     suite.write_text(
-        f"name: {name}\nconfig: agent.yaml\nevent: Stop\ncases: cases.jsonl\nrepeats: 1\n", encoding="utf-8"
+        f"name: {name}\nconfig: agent.yaml\nevent: {event}\ncases: cases.jsonl\nrepeats: 1\n",
+        encoding="utf-8",
     )
     return suite
 
@@ -215,10 +222,30 @@ def convert(kind: str, source: str | Path, out: str | Path, limit: int | None = 
     return write_suite(dest, name, cases, agent_yaml)
 
 
-def convert_main(args: argparse.Namespace) -> int:
-    """``judge datasets convert llmbar|tau-bench SOURCE --out DIR [--limit N]``."""
+def convert_shadow(
+    source: str | Path, out: str | Path, config: str | None, event: str, limit: int | None
+) -> Path:
+    """A suite from a shadow log, judged with a copy of ``config``. Raises DatasetError."""
+    from judge.evaluation.shadow import ShadowLogError, shadow_cases
+
+    if not config:
+        raise DatasetError("shadow: --config CONFIG is needed (the hooks the suite judges with)")
     try:
-        suite = convert(args.kind, args.source, args.out, args.limit)
+        agent_yaml = Path(config).read_text(encoding="utf-8")
+        cases = shadow_cases(Path(source), event, limit)
+    except (OSError, ShadowLogError) as exc:
+        raise DatasetError(str(exc)) from None
+    return write_suite(Path(out), f"shadow-{event}", cases, agent_yaml, event)
+
+
+def convert_main(args: argparse.Namespace) -> int:
+    """``judge datasets convert llmbar|tau-bench|shadow SOURCE --out DIR [--limit N]``."""
+    try:
+        if args.kind == "shadow":
+            event = getattr(args, "event", None) or "Stop"
+            suite = convert_shadow(args.source, args.out, getattr(args, "config", None), event, args.limit)
+        else:
+            suite = convert(args.kind, args.source, args.out, args.limit)
     except DatasetError as exc:
         print(f"judge datasets convert: {exc}", file=sys.stderr)
         return 2

@@ -273,6 +273,9 @@ def compute_metrics(results: list[CaseResult], *, name: str = "") -> dict[str, A
         "mean": sum(durations) / len(durations) if durations else None,
         "max": max(durations) if durations else None,
     }
+    priced = [r.cost_usd for r in results if r.cost_usd is not None]
+    report["costUsd"] = round(sum(priced), 6)
+    report["unpricedJudgements"] = sum(1 for r in results if r.cost_usd is None and r.usage.input_tokens)
     report["tokens"] = {
         "inputTokens": sum(r.usage.input_tokens for r in results),
         "outputTokens": sum(r.usage.output_tokens for r in results),

@@ -13,6 +13,7 @@ from typing import Any
 
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
+from judge.files import open_regular
 
 #: Transcript text embedded per disagreement is capped (the file path is shown too).
 TRANSCRIPT_CAP = 100_000
@@ -136,8 +137,8 @@ def _transcript_text(case: Case | None, base_dir: Path) -> tuple[str | None, str
         return None, None
     path = resolve_path(base_dir, raw)
     try:
-        with path.open("r", encoding="utf-8", errors="replace") as fh:
-            text = fh.read(TRANSCRIPT_CAP + 1)
+        with open_regular(path, "transcript") as fh:
+            text = fh.read(4 * TRANSCRIPT_CAP + 4).decode("utf-8", "replace")[: TRANSCRIPT_CAP + 1]
     except OSError:
         return None, raw
     if len(text) > TRANSCRIPT_CAP:
@@ -220,7 +221,13 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         f'<p class="sub">{report["n"]} judgements over {report.get("cases", 0)} cases × '
         f"{report.get('repeats', 1)} repeat(s) · {report['errors']} error(s) · "
         f"{report.get('cachedResults', 0)} served from cache · tokens {tokens.get('inputTokens', 0)} in / "
-        f"{tokens.get('outputTokens', 0)} out · latency p50 {_fmt(latency.get('p50'))} ms, "
+        f"{tokens.get('outputTokens', 0)} out · cost ${report.get('costUsd', 0):.4f}"
+        + (
+            f" ({report['unpricedJudgements']} without a known price)"
+            if report.get("unpricedJudgements")
+            else ""
+        )
+        + f" · latency p50 {_fmt(latency.get('p50'))} ms, "
         f"p90 {_fmt(latency.get('p90'))} ms, p99 {_fmt(latency.get('p99'))} ms</p>",
         "<h2>Headline</h2>",
         _cards(report),

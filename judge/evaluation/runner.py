@@ -18,7 +18,7 @@ import queue
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ from judge.config import Config
 from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, default_judge
 from judge.evaluation.cache import CachingJudge, JudgementCache
+from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
 from judge.evaluation.suite import Case, Suite, resolve_path
 
@@ -48,6 +49,7 @@ class CaseResult(BaseModel):
     error: str | None = None
     duration_ms: float = Field(0.0, alias="durationMs")
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(None, alias="costUsd")
     group: str | None = None
     tags: list[str] = Field(default_factory=list)
     cached: bool = False
@@ -148,8 +150,23 @@ async def _judge_one(
         if hook.usage is not None:
             usage = usage + hook.usage
     result.usage = usage
+    if any(h.cost_usd is not None for h in decision.hooks):
+        result.cost_usd = decision.cost_usd
     result.cached = recorder.hits > 0 and recorder.misses == 0
     return result
+
+
+def recorded_result(case: Case) -> CaseResult:
+    """The result a case's recorded verdict stands for (``judge eval --recorded``)."""
+    assert case.recorded is not None
+    return CaseResult(
+        id=case.id,
+        decision=case.recorded.decision,
+        reason=case.recorded.reason,
+        label=case.label,
+        group=case.group,
+        tags=case.tags,
+    )
 
 
 def pairs(cases: Iterable[Case], repeats: int) -> list[tuple[str, int]]:
@@ -234,25 +251,35 @@ def run_suite(
     on_result: Callable[[CaseResult], None],
     skip: set[tuple[str, int]],
     progress: Progress | None = None,
-) -> None:
+    guard: InterruptGuard | None = None,
+) -> bool:
     """Run ``suite``'s pairs not in ``skip`` to the end on a new event loop, with this
-    process's own connection to the judgement cache at ``cache_path`` (None: no cache)."""
+    process's own connection to the judgement cache at ``cache_path`` (None: no cache).
+
+    With ``guard``, Ctrl-C stops the run gracefully (see :mod:`judge.evaluation.interrupts`);
+    False when it did, True when the run completed."""
     cache = JudgementCache(cache_path) if cache_path is not None else None
+    run: Callable[[Coroutine[Any, Any, list[CaseResult]]], object] = (
+        asyncio.run if guard is None else guard.run
+    )
     try:
-        asyncio.run(
-            run_cases(
-                suite.config,
-                suite.event,
-                suite.cases,
-                base_dir=suite.base_dir,
-                repeats=repeats,
-                concurrency=concurrency,
-                judge=judge,
-                cache=cache,
-                on_result=on_result,
-                progress=progress,
-                skip=skip,
+        return (
+            run(
+                run_cases(
+                    suite.config,
+                    suite.event,
+                    suite.cases,
+                    base_dir=suite.base_dir,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    judge=judge,
+                    cache=cache,
+                    on_result=on_result,
+                    progress=progress,
+                    skip=skip,
+                )
             )
+            is not None
         )
     finally:
         if cache is not None:

@@ -30,6 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, JudgeError
+from judge.files import MAX_DOCUMENT_BYTES, read_text
+
+#: Largest cases file (it is read whole; transcripts it names are streamed).
+MAX_CASES_BYTES = 1 << 30
 
 
 class SuiteError(JudgeError):
@@ -38,6 +42,15 @@ class SuiteError(JudgeError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems))
+
+
+class RecordedVerdict(BaseModel):
+    """What a gate decided for a case when it ran (e.g. a shadow hook in production)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["allow", "block"] = Field(description="What the gate decided (or would have).")
+    reason: str | None = Field(None, description="Its reason.")
 
 
 class Case(BaseModel):
@@ -54,6 +67,11 @@ class Case(BaseModel):
     )
     group: str | None = Field(None, description="Grouping key (e.g. the pair or task the case comes from).")
     tags: list[str] = Field(default_factory=list, description="Free-form tags for per-tag breakdowns.")
+    recorded: RecordedVerdict | None = Field(
+        None,
+        description="A verdict recorded when the gate ran (shadow hooks); `judge eval --recorded` "
+        "scores these against the labels instead of judging again.",
+    )
 
     @field_validator("id", mode="before")
     @classmethod
@@ -179,10 +197,10 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
     return cases, problems
 
 
-def _read_text(path: Path, not_found: str) -> str:
+def _read_text(path: Path, not_found: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> str:
     """The UTF-8 text of ``path``; :class:`SuiteError` with ``not_found`` or why it cannot be read."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path, what, limit)
     except FileNotFoundError:
         raise SuiteError([not_found]) from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -193,7 +211,7 @@ def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite, its hook config and its cases; raise :class:`SuiteError`."""
     suite_path = Path(path)
     src = str(suite_path)
-    text = _read_text(suite_path, f"{src}: suite file not found")
+    text = _read_text(suite_path, f"{src}: suite file not found", "suite file")
     data = _load_suite_yaml(text, src)
     if not isinstance(data, dict):
         raise SuiteError([f"{src}: a suite must be a mapping with config, event and cases"])
@@ -208,7 +226,9 @@ def load_suite(path: str | Path) -> Suite:
         where = exc.source or doc.config
         raise SuiteError([f"{where}: {p}" for p in exc.problems]) from None
     cases_path = resolve_path(base_dir, doc.cases)
-    cases_text = _read_text(cases_path, f"{src}: cases file not found: {cases_path}")
+    cases_text = _read_text(
+        cases_path, f"{src}: cases file not found: {cases_path}", "cases file", MAX_CASES_BYTES
+    )
     cases, problems = parse_cases(cases_text, str(cases_path), doc.event, base_dir)
     if problems:
         raise SuiteError(problems)

@@ -217,7 +217,7 @@ async def handle(
     """Evaluate one Claude Code hook call; return the JSON to print (``None``: print nothing)."""
     from judge.audit import AuditLog
     from judge.engine import Engine
-    from judge.gate import Gate, count_key
+    from judge.gate import Gate
     from judge.state import Store
 
     event = hook_input.hook_event_name
@@ -228,20 +228,19 @@ async def handle(
     stop = event in STOP_EVENTS
     key = session_key(hook_input)
     store = Store(state_path) if stop and key and state_path is not None else None
-    if store is not None and key and not hook_input.stop_hook_active:
-        # A fresh stop attempt (not a continuation we caused): a new rejection loop.
-        await asyncio.to_thread(store.reset, count_key(event, key))
+    # A fresh stop attempt (not a continuation we caused) starts a new rejection loop.
+    new_loop = store is not None and not hook_input.stop_hook_active
     audit = AuditLog(data_dir) if data_dir is not None else None
     gate = Gate(engine, store=store, audit=audit)
     cache_dir = state_path.parent / "render-cache" if state_path is not None else None
     try:
         with rendered_transcript(transcript_source(hook_input), cache_dir) as (transcript, last_text):
             context = build_context(hook_input, transcript, last_text)
-            decision = await gate.decide(event, context, session_id=key)
+            decision = await gate.decide(event, context, session_id=key, new_loop=new_loop)
     except RenderError as exc:
         _warn(str(exc))
         context = build_context(hook_input, None, None)
-        decision = await gate.decide(event, context, session_id=key)
+        decision = await gate.decide(event, context, session_id=key, new_loop=new_loop)
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")

@@ -37,7 +37,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from judge.files import open_regular, text_lines
 from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+from judge.transcripts import MAX_LINE_BYTES
 
 #: Cache entries kept at most (the least recently used beyond this are removed).
 MAX_ENTRIES = 32
@@ -62,9 +64,9 @@ def _render_whole(src: Path, out_fd: int) -> str | None:
     renderer = ClaudeCodeRenderer()
     with (
         os.fdopen(out_fd, "w", encoding="utf-8") as out,
-        src.open("r", encoding="utf-8", errors="replace") as lines,
+        open_regular(src, "transcript") as handle,
     ):
-        for raw in lines:
+        for raw in text_lines(handle, MAX_LINE_BYTES):
             for line in renderer.feed(raw):
                 out.write(line)
                 out.write("\n")
@@ -125,7 +127,7 @@ def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, 
 
     ``complete`` is False when the transcript ends with a line that has no newline yet.
     """
-    with open(src, "rb") as handle:
+    with open_regular(src, "transcript") as handle:
         src_fd = handle.fileno()
         size = os.fstat(src_fd).st_size
         meta = entry.load()

@@ -12,15 +12,18 @@ import asyncio
 import importlib
 import os
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
+from judge.files import NotARegularFile
 from judge.llm.loop import MAX_TOOL_ROUNDS, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
+from judge.llm.tools.runner import tool_threads
 from judge.transcripts import prepare_transcript
 
 __all__ = ["LLMJudge", "ProviderFactory", "ResolvedModel", "resolve_model"]
@@ -88,19 +91,38 @@ class LLMJudge:
             request.base_dir,
             arguments=delimit_context(request.context),
         )
-        tools = None
-        if request.transcript_path is not None:
-            try:
-                rendered = await asyncio.to_thread(prepare_transcript, request.transcript_path)
-            except OSError as exc:
-                raise HookError(
-                    f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
-                ) from None
-            tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds)
+        with tool_threads(deadline) as (budget, executor):
+            tools = None
+            if request.transcript_path is not None:
+                loop = asyncio.get_running_loop()
+                try:
+                    rendered = await loop.run_in_executor(
+                        executor, prepare_transcript, request.transcript_path, budget.check
+                    )
+                except NotARegularFile as exc:
+                    raise HookError(str(exc)) from None
+                except OSError as exc:
+                    raise HookError(
+                        f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
+                    ) from None
+                tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds, budget=budget)
+            return await self._converse(model, env, request, prompt, tools, deadline, executor)
+
+    async def _converse(
+        self,
+        model: ResolvedModel,
+        env: Mapping[str, str],
+        request: PromptRequest,
+        prompt: str,
+        tools: TranscriptTools | None,
+        deadline: float,
+        executor: Executor,
+    ) -> PromptVerdict:
+        rounds = self.max_tool_rounds
         if self.provider_for is not None:
             provider = self.provider_for(model)
             return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
+                provider, prompt, tools, deadline, max_tool_rounds=rounds, executor=executor
             )
         if model.provider in ("openai", "anthropic") and model.provider not in _imported:
             # A first SDK import takes seconds: keep it off the event loop. (Not
@@ -109,5 +131,5 @@ class LLMJudge:
             _imported.add(model.provider)
         async with leased_provider(model, env, request.base_dir) as provider:
             return await run_judgement(
-                provider, prompt, tools, deadline, max_tool_rounds=self.max_tool_rounds
+                provider, prompt, tools, deadline, max_tool_rounds=rounds, executor=executor
             )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import Executor
 from typing import Any
 
 from judge.decision import PromptVerdict, Usage, answer_from_object
@@ -136,8 +137,12 @@ def _tool_result(text: str) -> str:
     return f"<{TRANSCRIPT_TAG}>\n{body}\n</{TRANSCRIPT_TAG}>"
 
 
-async def _run_tools(tools: TranscriptTools, calls: tuple[ToolCall, ...]) -> list[str]:
-    return list(await asyncio.gather(*(asyncio.to_thread(tools.call, c.name, c.arguments) for c in calls)))
+async def _run_tools(
+    tools: TranscriptTools, calls: tuple[ToolCall, ...], executor: Executor | None
+) -> list[str]:
+    loop = asyncio.get_running_loop()
+    runs = (loop.run_in_executor(executor, tools.call, c.name, c.arguments) for c in calls)
+    return list(await asyncio.gather(*runs))
 
 
 async def run_judgement(
@@ -147,8 +152,12 @@ async def run_judgement(
     deadline: float,
     *,
     max_tool_rounds: int = MAX_TOOL_ROUNDS,
+    executor: Executor | None = None,
 ) -> PromptVerdict:
-    """Converse with ``provider`` until it gives a verdict (see the module docstring)."""
+    """Converse with ``provider`` until it gives a verdict (see the module docstring).
+
+    Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
+    """
     messages = [
         Message("system", system_prompt(tools is not None, max_tool_rounds)),
         Message("user", user_prompt(rendered_prompt)),
@@ -169,7 +178,7 @@ async def run_judgement(
             allowed = tools is not None and rounds < max_tool_rounds
             messages.append(Message("assistant", completion.text, completion.tool_calls))
             if allowed and tools is not None:
-                results = [_tool_result(r) for r in await _run_tools(tools, completion.tool_calls)]
+                results = [_tool_result(r) for r in await _run_tools(tools, completion.tool_calls, executor)]
                 rounds += 1
             else:
                 if repaired:

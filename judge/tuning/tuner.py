@@ -27,6 +27,7 @@ from judge.decision import PromptJudge
 from judge.errors import JudgeError
 from judge.evaluation.runner import run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
+from judge.files import read_text
 from judge.tuning.llm import ProviderLLM, optimizer_llm
 from judge.tuning.measure import BudgetedProviders, SuiteEvaluator, budgeted_judge, outcomes
 from judge.tuning.optimizer import Budget, Candidate, Optimizer, OptimizerSettings, SplitEval
@@ -104,13 +105,13 @@ def pick_hook(suite: Suite, ref: str | None) -> tuple[str, int, Hook]:
 
 def suite_config_path(suite: Suite) -> Path:
     """The hook config file the suite names."""
-    data = yaml.safe_load(suite.path.read_text(encoding="utf-8"))
+    data = yaml.safe_load(read_text(suite.path, "suite file"))
     return resolve_path(suite.base_dir, str(data["config"]))
 
 
 def config_with_prompt(path: Path, event: str, index: int, prompt: str) -> dict[str, Any]:
     """The config document at ``path`` (either form) with ``hooks.EVENT[INDEX].prompt`` replaced."""
-    data = parse_document(path.read_text(encoding="utf-8"), str(path))
+    data = parse_document(read_text(path, "config file"), str(path))
     hooks = data["spec"]["hooks"] if isinstance(data.get("spec"), dict) else data["hooks"]
     hooks[event][index]["prompt"] = prompt
     assert isinstance(data, dict)

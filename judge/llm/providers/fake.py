@@ -49,6 +49,7 @@ import yaml
 
 from judge.decision import Usage
 from judge.errors import HookError
+from judge.files import read_text
 from judge.llm.providers.base import Completion, Message, ToolCall, ToolChoice, ToolSpec
 
 FakeReply = str | dict[str, Any] | Completion
@@ -183,7 +184,7 @@ def heuristic_verdict(messages: list[Message], tools: list[ToolSpec]) -> dict[st
 
 def _load_script(path: Path) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "fake responses file")
     except OSError as exc:
         raise HookError(f"fake script {path} cannot be read: {exc.strerror or exc}") from None
     try:

@@ -1,0 +1,117 @@
+"""Opening files named from outside (configs, suites, cases, contexts, transcripts) safely.
+
+A path can name a FIFO (opening it blocks until a writer comes, reading it waits
+forever), ``/dev/zero`` or ``/dev/urandom`` (endless data), a terminal or a socket.
+Every file judge reads on someone's say-so goes through :func:`open_regular`: it opens
+with ``O_NONBLOCK`` (so a FIFO cannot block the open), checks with ``fstat`` on the
+descriptor it got (no race with a rename) that it is a regular file, and only then
+reads, with a byte limit where the whole file is loaded. Anything else is a
+:class:`NotARegularFile` error, an ``OSError`` with a readable message.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+#: Largest config, suite, context or other document loaded whole (transcripts are
+#: streamed, never loaded whole, and have no such limit).
+MAX_DOCUMENT_BYTES = 64 << 20
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+class RefusedFile(OSError):
+    """A file judge will not read; ``str()`` is the whole message (naming the file)."""
+
+    def __init__(self, code: int, path: str | Path, message: str) -> None:
+        super().__init__(code, message, str(path))
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotARegularFile(RefusedFile):
+    """The path names something other than a regular file (FIFO, device, socket...)."""
+
+    def __init__(self, path: str | Path, what: str, kind: str) -> None:
+        super().__init__(errno.EINVAL, path, f"{what} {path} is {kind}, not a regular file")
+
+
+class FileTooLarge(RefusedFile):
+    """A document over its byte limit."""
+
+    def __init__(self, path: str | Path, what: str, limit: int) -> None:
+        super().__init__(errno.EFBIG, path, f"{what} {path} is larger than {limit} bytes")
+
+
+def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
+    """``path`` opened for binary reading if it is a regular file, else :class:`NotARegularFile`
+    (``IsADirectoryError`` for a directory).
+
+    Never blocks on a FIFO; follows symlinks (the file they lead to is checked).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile(path, what, _kind(mode))
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_regular_file(path: str | Path) -> bool:
+    """True when ``path`` is (a symlink to) a regular file; never blocks or raises."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """The whole content of a regular file of at most ``limit`` bytes."""
+    with open_regular(path, what) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise FileTooLarge(path, what, limit)
+    return data
+
+
+def read_text(path: str | Path, what: str = "file", limit: int = MAX_DOCUMENT_BYTES) -> str:
+    """:func:`read_bytes` decoded as UTF-8 (``UnicodeDecodeError`` when it is not)."""
+    return read_bytes(path, what, limit).decode("utf-8")
+
+
+def text_lines(handle: BinaryIO, max_line_bytes: int) -> Iterator[str]:
+    """Lines of a binary file decoded as UTF-8 (bad bytes replaced), ending in ``\\n``
+    (a ``\\r\\n`` ending is read as ``\\n``).
+
+    A line longer than ``max_line_bytes`` comes in pieces of that size (only the last
+    ends with ``\\n``), so memory stays bounded whatever the file holds.
+    """
+    while line := handle.readline(max_line_bytes):
+        if line.endswith(b"\r\n"):
+            line = line[:-2] + b"\n"
+        yield line.decode("utf-8", "replace")
