@@ -32,9 +32,10 @@ def _suite(folder: Path, ready: Path) -> Path:
     return suite
 
 
-def _interrupt(tmp_path: Path, late_signals: bool) -> tuple[int, str, Path]:
-    ready = tmp_path / "ready"
+def _interrupt(tmp_path: Path, late_signals: bool, writable: Path) -> tuple[int, str, Path]:
+    ready = writable / "ready"  # hooks may run as another user (nobody, under root)
     os.mkfifo(ready)
+    os.chmod(ready, 0o666)
     suite = _suite(tmp_path, ready)
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
@@ -72,8 +73,8 @@ def _interrupt(tmp_path: Path, late_signals: bool) -> tuple[int, str, Path]:
 @pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("late_signals", [False, True])
-def test_repeated_ctrl_c_exits_2_with_results_kept(tmp_path, late_signals):
-    code, err, out = _interrupt(tmp_path, late_signals)
+def test_repeated_ctrl_c_exits_2_with_results_kept(tmp_path, late_signals, hook_writable):
+    code, err, out = _interrupt(tmp_path, late_signals, hook_writable)
     assert code == 2, err
     assert "interrupted: 2 of 4 results are kept" in err and "--resume" in err
     assert "KeyboardInterrupt" not in err  # no later SIGINT escaped into the program
