@@ -111,3 +111,13 @@ def test_resource_document_matches_and_mistakes_do_not(validator: jsonschema.pro
     assert not validator.is_valid({"hooks": {"PreToolUse": [{**hook, "timeot": 3}]}})
     assert not validator.is_valid({"hooks": {"Stopp": []}})
     assert not validator.is_valid({"hooks": {"Stop": [{"prompt": "x", "maxRejections": 26}]}})
+
+
+def test_prices_and_budgets_are_in_both_forms(validator: jsonschema.protocols.Validator) -> None:
+    extras = {"prices": {"openai:gpt-4o": {"input": 2.5, "output": 10}}, "budgets": {"perDayUsd": 5}}
+    bare = {"hooks": {}, **extras}
+    assert validator.is_valid(bare)
+    config_from_data(bare)
+    assert validator.is_valid({"kind": "ExtendedAgent", "spec": {"hooks": {}}, **extras})
+    assert not validator.is_valid({**bare, "budgets": {"perDay": 5}})
+    assert not validator.is_valid({**bare, "prices": {"openai:gpt-4o": {"input": -1, "output": 1}}})

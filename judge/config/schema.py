@@ -12,11 +12,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from judge.config.models import CustomAgent, HookSet
+from judge.config.models import Budgets, CustomAgent, HookSet, ModelPrice
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 _MODELS_DESCRIPTION = "Tier -> model mapping, e.g. `ReasoningFast: openai:gpt-5.4-mini`."
+_PRICES_DESCRIPTION = "Model label -> {input, output} prices in USD per million tokens."
+_BUDGETS_DESCRIPTION = "Spending limits of prompt hooks."
 
 
 class BareDocument(BaseModel):
@@ -29,6 +31,8 @@ class BareDocument(BaseModel):
         default_factory=dict, description="Custom agents and their hooks."
     )
     models: dict[str, str] = Field(default_factory=dict, description=_MODELS_DESCRIPTION)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description=_PRICES_DESCRIPTION)
+    budgets: Budgets = Field(default_factory=Budgets, description=_BUDGETS_DESCRIPTION)
 
 
 class Metadata(BaseModel):
@@ -59,6 +63,8 @@ class ResourceDocument(BaseModel):
     metadata: Metadata = Field(default_factory=Metadata, description="Resource metadata.")
     spec: Spec = Field(default_factory=Spec, description="The agent's hooks and custom agents.")
     models: dict[str, str] = Field(default_factory=dict, description=_MODELS_DESCRIPTION)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description=_PRICES_DESCRIPTION)
+    budgets: Budgets = Field(default_factory=Budgets, description=_BUDGETS_DESCRIPTION)
 
 
 class ConfigDocument(RootModel[BareDocument | ResourceDocument]):
