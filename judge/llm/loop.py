@@ -28,7 +28,7 @@ from judge.decision import PromptVerdict, Usage, answer_from_object
 from judge.errors import HookError
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
 from judge.llm.retry import call_with_retries
-from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message
+from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
 from judge.llm.tools import TranscriptTools
 
 MAX_TOOL_ROUNDS = 10
@@ -140,27 +140,19 @@ def user_prompt(rendered_prompt: str) -> str:
 
 def find_verdict(text: str) -> tuple[bool, str | None] | None:
     """The LAST valid verdict object in ``text`` (``ok`` or ``decision`` format), if any."""
-    decoder = json.JSONDecoder()
-    found: tuple[bool, str | None] | None = None
-    position = text.find("{")
-    while position != -1:
+
+    def pick(obj: Any) -> tuple[bool, str | None] | None:
+        if not (isinstance(obj, dict) and ("ok" in obj or "decision" in obj)):
+            return None
         try:
-            obj, end = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            position = text.find("{", position + 1)
-            continue
-        if isinstance(obj, dict) and ("ok" in obj or "decision" in obj):
-            try:
-                answer = answer_from_object(obj)
-            except HookError:
-                pass
-            else:
-                reason = answer.reason.strip() if answer.reason else None
-                found = (answer.decision == "allow", reason or None)
-                position = text.find("{", end)
-                continue
-        position = text.find("{", position + 1)
-    return found
+            answer = answer_from_object(obj)
+        except HookError:
+            return None
+        reason = answer.reason.strip() if answer.reason else None
+        return answer.decision == "allow", reason or None
+
+    found = scan_json_objects(text, pick)
+    return found[-1] if found else None
 
 
 def _tool_result(text: str) -> str:
