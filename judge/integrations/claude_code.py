@@ -52,6 +52,8 @@ from judge.integrations.claude_code_context import (
     session_key,
     transcript_source,
 )
+from judge.integrations.claude_code_fast import MAX_STDIN_BYTES, write_index
+from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
 from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output
 from judge.integrations.claude_code_protocol import (
     DEFAULT_REWRITE_MODE,
@@ -71,19 +73,15 @@ __all__ = ["ClaudeCodeInput", "build_context", "handle", "main", "parse_input"]
 #: Kept for callers of the first version: the events the adapter evaluates.
 SUPPORTED_EVENTS = HANDLED_EVENTS
 #: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
-MAX_STDIN_BYTES = 64 * 1024 * 1024
 PREFIX = "judge claude-code"
 #: Signals that cancel an evaluation (hook children killed, temp files removed).
 CANCEL_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def default_state_path() -> Path:
-    """``$JUDGE_STATE``, else the per-user data dir (``$XDG_DATA_HOME`` or ``~/.local/share``)."""
-    env = os.environ.get("JUDGE_STATE")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "judge" / "state.sqlite"
+    """``$JUDGE_STATE``, else the per-user data dir (``$XDG_DATA_HOME`` or ``~/.local/share``);
+    the same place the fast path looks for its config index."""
+    return Path(fast_default_state_path())
 
 
 def selected_hooks(config: Config, hook_input: ClaudeCodeInput) -> list[tuple[str, int, Hook]]:
@@ -273,7 +271,6 @@ def rewrite_mode(value: str | None) -> RewriteMode:
 def _write_config_index(state_path: Path, config_path: str, config: Config) -> None:
     """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
     from judge.config import EVENTS
-    from judge.integrations.claude_code_fast import write_index
 
     def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
         return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}

@@ -122,6 +122,23 @@ def _usable(meta: dict[str, Any] | None, identity: list[Any], src_fd: int, size:
     return _digest(os.pread(src_fd, offset - start, start)) == meta.get("tail_digest")
 
 
+def _resume(
+    meta: dict[str, Any] | None, identity: list[Any], src_fd: int, size: int, text_fd: int
+) -> tuple[ClaudeCodeRenderer, int, int]:
+    """(renderer, transcript offset, text size) to go on from; a fresh start when the cache
+    does not describe a prefix of this transcript or its text is shorter than recorded."""
+    if meta is not None and _usable(meta, identity, src_fd, size):
+        try:
+            resumed = ClaudeCodeRenderer.from_state(meta["renderer"])
+            offset, text_size = int(meta["offset"]), int(meta["text_size"])
+        except (KeyError, TypeError, ValueError):
+            pass
+        else:
+            if os.fstat(text_fd).st_size >= text_size:
+                return resumed, offset, text_size
+    return ClaudeCodeRenderer(), 0, 0
+
+
 def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, bool]:
     """Bring ``entry`` up to date with ``src``; return (last assistant text, complete).
 
@@ -133,17 +150,7 @@ def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, 
         meta = entry.load()
         text_fd = os.open(entry.text, os.O_RDWR | os.O_CREAT, 0o600)
         with os.fdopen(text_fd, "r+b") as text:
-            if _usable(meta, identity, src_fd, size) and meta is not None:
-                try:
-                    renderer = ClaudeCodeRenderer.from_state(meta["renderer"])
-                    offset = int(meta["offset"])
-                    text_size = int(meta["text_size"])
-                except (KeyError, TypeError, ValueError):
-                    renderer, offset, text_size = ClaudeCodeRenderer(), 0, 0
-            else:
-                renderer, offset, text_size = ClaudeCodeRenderer(), 0, 0
-            if os.fstat(text_fd).st_size < text_size:
-                renderer, offset, text_size = ClaudeCodeRenderer(), 0, 0
+            renderer, offset, text_size = _resume(meta, identity, src_fd, size, text_fd)
             text.truncate(text_size)  # drops what a crashed update left beyond the metadata
             text.seek(text_size)
             handle.seek(offset)
