@@ -138,6 +138,16 @@ class PromptRequest:
     repeat: int = 0
 
 
+class Citation(BaseModel):
+    """A verified piece of evidence: a transcript line number (as the judge's ReadFile shows
+    it) and the text quoted from it (``evidence: required``, see :mod:`judge.llm.evidence`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    line: int
+    quote: str
+
+
 class PromptVerdict(BaseModel):
     """A prompt judge's answer in the simple format, with what it cost."""
 
@@ -145,6 +155,8 @@ class PromptVerdict(BaseModel):
     reason: str | None = None
     model: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    #: The verified citations of a rejection (hooks with ``evidence: required``).
+    citations: list[Citation] | None = None
 
 
 class PromptJudge(Protocol):
@@ -178,6 +190,8 @@ class HookOutcome(BaseModel):
     counts_as_rejection: bool = Field(False, exclude=True)
     #: ``"shadow"`` for a shadow hook: what it would have decided, never acted on.
     mode: Literal["shadow"] | None = None
+    #: The verified evidence of a rejection (``evidence: required``); omitted when None.
+    citations: list[Citation] | None = None
 
     @property
     def effective(self) -> bool:
@@ -217,7 +231,11 @@ class Decision(BaseModel):
         out["hooks"] = [
             h.model_dump(
                 by_alias=True,
-                exclude={k for k, v in (("mode", h.mode), ("cost_usd", h.cost_usd)) if v is None},
+                exclude={
+                    k
+                    for k, v in (("mode", h.mode), ("cost_usd", h.cost_usd), ("citations", h.citations))
+                    if v is None
+                },
             )
             for h in self.hooks
         ]

@@ -198,6 +198,7 @@ class Engine:
             usage=verdict.usage if verdict else None,
             costUsd=cost_usd(verdict.model, verdict.usage, self.prices) if verdict else None,
             mode="shadow" if hook.mode == "shadow" else None,
+            citations=verdict.citations if verdict else None,
         )
         if error is not None:
             outcome.error = error

@@ -41,6 +41,12 @@ def test_eval_concurrency_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert "wall/ideal" in capsys.readouterr().out
 
 
+def test_evidence_smallest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench("bench_evidence").main(["--repeats", "1", "--latency", "0", "--concurrency", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "hallucinated citations caught: 9/9 (all)" in out and "evidence: off (baseline)" in out
+
+
 def test_transcript_tools_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench("bench_transcript_tools").main(["--sizes", "1"]) == 0
     out = capsys.readouterr().out

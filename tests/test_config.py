@@ -522,6 +522,7 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "model",
         "maxRejections",
         "mode",
+        "evidence",
     }
     assert hook["additionalProperties"] is False
     assert hook["properties"]["timeout"]["default"] == 30

@@ -28,6 +28,8 @@ MATCH_TIMEOUT = 0.1
 SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 
 FailMode = Literal["allow", "block"]
+#: ``required``: a prompt hook's rejections must cite verified transcript lines.
+EvidenceMode = Literal["off", "required"]
 #: ``enforce``: the hook's verdict counts; ``shadow``: it is recorded, never acted on.
 HookMode = Literal["enforce", "shadow"]
 
@@ -120,6 +122,14 @@ class Hook(BaseModel):
         'is recorded (hook results carry `"mode": "shadow"`), but it never blocks, rewrites, adds '
         "context or counts toward maxRejections — to watch a new gate before turning it on.",
     )
+    evidence: EvidenceMode = Field(
+        "off",
+        description="Prompt hooks: `required` makes every rejection cite transcript lines "
+        '(`{"line": N, "quote": "..."}`), each verified against the transcript (the quote within 2 '
+        "lines of N, whitespace-normalised); unverified evidence is re-asked once, then the hook's "
+        "failMode applies. Verified citations are appended to the reason and listed in the hook "
+        "result's `citations`. `off` (default): no citations asked.",
+    )
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -196,6 +206,8 @@ class Hook(BaseModel):
         if self.type == "prompt":
             unused = [f for f in ("cwd", "env") if f in self.model_fields_set]
             problems += [f"{f}: only for command hooks" for f in unused]
+        elif self.evidence == "required":
+            problems.append("evidence: only for prompt hooks (a command hook's answer is not checked)")
         if problems:
             raise ValueError(problems[0])
         return self

@@ -18,6 +18,7 @@ from typing import Any
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.files import NotARegularFile
+from judge.llm.evidence import EvidenceCheck
 from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
 from judge.llm.prompts import render_prompt
 from judge.llm.providers import leased_provider
@@ -137,6 +138,7 @@ class LLMJudge:
             "text_tools": text_tools,
             "trace": trace,
             "evidence_first": evidence_first_enabled(env),
+            "evidence": EvidenceCheck(tools) if request.hook.evidence == "required" else None,
         }
         try:
             if self.provider_for is not None:

@@ -24,8 +24,9 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.decision import PromptVerdict, Usage, answer_from_object
+from judge.decision import Citation, PromptVerdict, Usage, answer_from_object
 from judge.errors import HookError
+from judge.llm.evidence import EvidenceCheck, reask_message, unverified_error, with_evidence
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
 from judge.llm.retry import call_with_retries
 from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
@@ -138,10 +139,11 @@ def user_prompt(rendered_prompt: str) -> str:
     return USER_TEMPLATE.format(prompt=rendered_prompt)
 
 
-def find_verdict(text: str) -> tuple[bool, str | None] | None:
-    """The LAST valid verdict object in ``text`` (``ok`` or ``decision`` format), if any."""
+def find_verdict_object(text: str) -> tuple[bool, str | None, dict[str, Any]] | None:
+    """The LAST valid verdict object in ``text`` (``ok`` or ``decision`` format), if any:
+    (ok, reason, the object itself)."""
 
-    def pick(obj: Any) -> tuple[bool, str | None] | None:
+    def pick(obj: Any) -> tuple[bool, str | None, dict[str, Any]] | None:
         if not (isinstance(obj, dict) and ("ok" in obj or "decision" in obj)):
             return None
         try:
@@ -149,10 +151,16 @@ def find_verdict(text: str) -> tuple[bool, str | None] | None:
         except HookError:
             return None
         reason = answer.reason.strip() if answer.reason else None
-        return answer.decision == "allow", reason or None
+        return answer.decision == "allow", reason or None, obj
 
     found = scan_json_objects(text, pick)
     return found[-1] if found else None
+
+
+def find_verdict(text: str) -> tuple[bool, str | None] | None:
+    """The LAST valid verdict object in ``text`` (``ok`` or ``decision`` format), if any."""
+    found = find_verdict_object(text)
+    return None if found is None else found[:2]
 
 
 def _tool_result(text: str) -> str:
@@ -194,6 +202,9 @@ class JudgementTrace:
     requests: int = 0
     repaired: bool = False
     verdict: bool | None = None
+    #: ``evidence: required``: re-asks for a rejection's evidence, citation problems found
+    evidence_reasks: int = 0
+    citation_problems: int = 0
 
 
 async def _text_tool_round(
@@ -223,16 +234,19 @@ async def run_judgement(
     trace: JudgementTrace | None = None,
     executor: Executor | None = None,
     evidence_first: bool = True,
+    evidence: EvidenceCheck | None = None,
 ) -> PromptVerdict:
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
 
     ``evidence_first``: an answer given before anything was read is sent back once.
+    ``evidence``: rejections must cite the transcript (:mod:`judge.llm.evidence`).
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
     """
     trace = JudgementTrace() if trace is None else trace
+    system = system_prompt(tools is not None, max_tool_rounds, text_tools=text_tools)
     messages = [
-        Message("system", system_prompt(tools is not None, max_tool_rounds, text_tools=text_tools)),
+        Message("system", system + (evidence.instructions if evidence is not None else "")),
         Message("user", user_prompt(rendered_prompt)),
     ]
     specs = tools.specs() if tools is not None else []
@@ -285,11 +299,24 @@ async def run_judgement(
             messages.append(Message("assistant", completion.text or "(empty reply)"))
             messages.append(Message("user", _nudge(tools, text_tools)))
             continue
-        verdict = find_verdict(completion.text)
+        verdict = find_verdict_object(completion.text)
         if verdict is not None:
-            ok, reason = verdict
+            ok, reason, answer = verdict
+            citations: list[Citation] | None = None
+            if evidence is not None and not ok:
+                review = await asyncio.get_running_loop().run_in_executor(executor, evidence.review, answer)
+                trace.citation_problems = evidence.failed
+                if not review.verified:
+                    if evidence.reasked:
+                        raise unverified_error(review)
+                    evidence.reasked = True
+                    trace.evidence_reasks += 1
+                    messages.append(Message("assistant", completion.text))
+                    messages.append(Message("user", reask_message(review)))
+                    continue
+                citations, reason = review.citations, with_evidence(reason, review.citations)
             trace.verdict = ok
-            return PromptVerdict(ok=ok, reason=reason, model=provider.label, usage=usage)
+            return PromptVerdict(ok=ok, reason=reason, model=provider.label, usage=usage, citations=citations)
         if repaired:
             snippet = completion.text.strip()[:200].replace("\n", "\\n")
             raise HookError(f"the judge's answer is not a verdict, even after a repair turn: {snippet!r}")

@@ -7,6 +7,7 @@ from typing import Any
 
 from judge.decision import Usage
 from judge.llm.providers.base import (
+    CITATION_SCHEMA,
     VERDICT_SCHEMA,
     Completion,
     Message,
@@ -27,6 +28,11 @@ _ANTHROPIC_SCHEMA: dict[str, Any] = {
     "properties": {
         "ok": VERDICT_SCHEMA["properties"]["ok"],
         "reason": {"type": "string", "description": "when ok is false: what is missing"},
+        "citations": {
+            "type": "array",
+            "items": CITATION_SCHEMA,
+            "description": "when ok is false and evidence is required: the transcript lines that prove it",
+        },
     },
     "required": ["ok"],
     "additionalProperties": False,

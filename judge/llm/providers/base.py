@@ -29,6 +29,17 @@ from judge.llm.providers.features import Feature, Features, max_output_tokens, r
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
 
+#: One citation of a rejection (hooks with ``evidence: required``, :mod:`judge.llm.evidence`).
+CITATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "line": {"type": "integer", "description": "transcript line number, as ReadFile shows it"},
+        "quote": {"type": "string", "description": "text copied exactly from that line"},
+    },
+    "required": ["line", "quote"],
+    "additionalProperties": False,
+}
+
 #: The verdict schema requested as structured output where the provider supports it.
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -38,8 +49,13 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "type": ["string", "null"],
             "description": "when ok is false: what the agent must still do",
         },
+        "citations": {
+            "type": ["array", "null"],
+            "items": CITATION_SCHEMA,
+            "description": "when ok is false and evidence is required: the transcript lines that prove it",
+        },
     },
-    "required": ["ok", "reason"],
+    "required": ["ok", "reason", "citations"],
     "additionalProperties": False,
 }
 
