@@ -34,6 +34,7 @@ from judge.decision import (
     PromptJudge,
     PromptRequest,
     PromptVerdict,
+    Usage,
     parse_hook_output,
 )
 from judge.errors import HookError
@@ -180,11 +181,13 @@ class Engine:
         verdict: PromptVerdict | None = None
         error: str | None = None
         failed_model: str | None = None
+        failed_usage: Usage | None = None
         try:
             answer, source, verdict = await self._answer(event, hook, context, transcript, repeat)
         except HookError as exc:
             error = str(exc) or type(exc).__name__
             failed_model = exc.model
+            failed_usage = exc.usage if isinstance(exc.usage, Usage) else None
         except Exception as exc:  # a bug or an unexpected failure is still a hook error
             error = f"{type(exc).__name__}: {exc}"
         duration = (self.clock() - start) * 1000.0
@@ -195,8 +198,10 @@ class Engine:
             decision="allow",
             durationMs=round(duration, 3),
             model=verdict.model if verdict else failed_model,
-            usage=verdict.usage if verdict else None,
-            costUsd=cost_usd(verdict.model, verdict.usage, self.prices) if verdict else None,
+            usage=verdict.usage if verdict else failed_usage,
+            costUsd=cost_usd(verdict.model, verdict.usage, self.prices)
+            if verdict
+            else cost_usd(failed_model, failed_usage, self.prices),
             mode="shadow" if hook.mode == "shadow" else None,
             citations=verdict.citations if verdict else None,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class JudgeError(Exception):
     """Base class for errors this package raises on purpose."""
@@ -25,9 +27,12 @@ class HookError(JudgeError):
     """A hook failed to produce a decision (timeout, crash, bad output, provider failure).
 
     The engine turns it into the hook's ``failMode``. ``model`` names the model a prompt
-    hook was judged by (or tried), so the decision reports it even on failure.
+    hook was judged by (or tried), so the decision reports it even on failure; ``usage``
+    (a :class:`judge.decision.Usage`) is what the model calls cost when they were made and
+    answered, but the answer could not be used (e.g. evidence that did not check out).
     """
 
-    def __init__(self, message: str, model: str | None = None) -> None:
+    def __init__(self, message: str, model: str | None = None, usage: Any = None) -> None:
         super().__init__(message)
         self.model = model
+        self.usage = usage

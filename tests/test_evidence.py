@@ -129,6 +129,7 @@ async def test_unverified_twice_applies_the_fail_mode_and_says_why(
     hook = out["hooks"][0]
     assert out["decision"] == decision and "citations" not in hook
     assert "even after a re-ask" in hook["error"] and "segfault in module x" in hook["error"]
+    assert hook["usage"]["inputTokens"] > 0  # the three calls still count
     if fail_mode == "block":
         assert out["reason"].startswith("Hook error: evidence: required")
     assert len(provider.calls) == 3

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from judge.decision import Citation
+from judge.decision import Citation, Usage
 from judge.errors import HookError
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.budget import Budget, ToolCancelled
@@ -217,11 +217,13 @@ def reask_message(review: Review) -> str:
     )
 
 
-def unverified_error(review: Review) -> HookError:
-    """The hook error after the re-ask (the hook's failMode decides)."""
+def unverified_error(review: Review, usage: Usage | None = None) -> HookError:
+    """The hook error after the re-ask (the hook's failMode decides); ``usage``: what the
+    judgement's calls cost, so the hook result still reports it."""
     return HookError(
         "evidence: required, and the judge's rejection cites no verified evidence even after "
-        f"a re-ask ({review.summary()}); the hook's failMode applies"
+        f"a re-ask ({review.summary()}); the hook's failMode applies",
+        usage=usage,
     )
 
 

@@ -308,7 +308,7 @@ async def run_judgement(
                 trace.citation_problems = evidence.failed
                 if not review.verified:
                     if evidence.reasked:
-                        raise unverified_error(review)
+                        raise unverified_error(review, usage)
                     evidence.reasked = True
                     trace.evidence_reasks += 1
                     messages.append(Message("assistant", completion.text))
