@@ -196,3 +196,21 @@ async def test_the_evidence_suite_catches_every_hallucinated_citation() -> None:
     assert on["scripted"] == 9 and on["caught"] == 9 and on["false_alarms"] == 0
     assert (on["false_blocks"], off["false_blocks"]) == (0, 3)
     assert on["accuracy"] == 1.0 and on["calls"] > off["calls"]
+
+
+def test_validate_warns_when_a_fake_judge_can_never_cite(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hook = {
+        "type": "prompt",
+        "prompt": "Check {{ final_output }}",
+        "model": "fake:heuristic",
+        "evidence": "required",
+    }
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump({"hooks": {"Stop": [hook]}}))
+    assert cli_main(["validate", str(path)]) == 0
+    assert (
+        "warning: hooks.Stop[0].evidence: required, but the model 'fake:heuristic'" in capsys.readouterr().err
+    )
+    assert cli_main(["validate", "--strict", str(path)]) == 1

@@ -235,3 +235,22 @@ async def test_hostile_citations_give_clear_errors(server, fmt, transcript, cita
     assert message in error and "failMode applies" in error
     assert len(error) < 2000  # bounded, whatever the model sent
     assert message in server.requests[2].text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_line_numbers_are_those_of_the_rendered_transcript(server, fmt, tmp_path):
+    messages = [
+        {"role": "user", "content": "Deploy the service."},
+        {"role": "assistant", "content": "Deploying now."},
+        {"role": "tool", "content": "deploy: ERROR connection refused"},
+        {"role": "assistant", "content": "Deployed successfully."},
+    ]
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps({"messages": messages}))
+    # The raw file is one line; ReadFile shows the rendered text, where the error is line 8.
+    server.push(
+        read(path, 1, 20), rejection("Deploy failed.", [{"line": 8, "quote": "ERROR connection refused"}])
+    )
+    result = await judge(server, fmt, request_for(path))
+    assert "     8\tdeploy: ERROR connection refused" in server.requests[1].tool_results[-1]
+    assert [c.line for c in result.citations or []] == [8]

@@ -26,7 +26,7 @@ from judge.integrations.claude_code_protocol import (
     takes_effect_under_claude_code,
 )
 from judge.sandbox import CWD_KEYWORDS
-from judge.validation.models import explicit_model_problem, model_problem
+from judge.validation.models import cannot_cite, explicit_model_problem, model_problem
 from judge.validation.templates import template_problems
 
 _INTERPRETERS = frozenset({"bash", "sh", "zsh", "python", "python3", "node", "ruby", "perl", "deno", "bun"})
@@ -89,6 +89,15 @@ def _hook_findings(
         errors, warnings = template_problems(hook.prompt or "", event, agent, config.base_dir)
         found += [Finding("error", f"{where}.prompt", m) for m in errors]
         found += [Finding("warning", f"{where}.prompt", m) for m in warnings]
+        if hook.evidence == "required" and cannot_cite(hook.model, config.models, env):
+            found.append(
+                Finding(
+                    "warning",
+                    f"{where}.evidence",
+                    f"required, but the model {hook.model!r} resolves to a fake judge that never cites "
+                    "the transcript: every rejection will end as a hook error (its failMode)",
+                )
+            )
         cap = claude_code_block_cap(env)
         if event in STOP_EVENTS and not takes_effect_under_claude_code(hook.max_rejections, cap):
             found.append(

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from judge.errors import HookError
-from judge.llm.tiers import ALIASES, PROVIDERS, TIERS, canonical_tier
+from judge.llm.tiers import ALIASES, PROVIDERS, TIERS, canonical_tier, resolve_model
 
 #: ``fake:<mode>`` forms (besides ``fake:<script file>``).
 FAKE_MODES: tuple[str, ...] = ("allow", "block", "reasonless", "error", "heuristic", "optimizer")
@@ -91,3 +91,16 @@ def model_problem(model: str, env: Mapping[str, str], base_dir: Path | None) -> 
         return f"tier {tier} maps to another tier ({configured!r} from ${variable}); name a model"
     problem = explicit_model_problem(configured, base_dir)
     return f"tier {tier} is {configured!r} (from ${variable}): {problem}" if problem else None
+
+
+#: Fake judges that reject without ever citing the transcript (``evidence: required``).
+NON_CITING_FAKES: frozenset[str] = frozenset({"block", "reasonless", "heuristic"})
+
+
+def cannot_cite(model: str, models: Mapping[str, str], env: Mapping[str, str]) -> bool:
+    """Whether ``model`` resolves to a fake judge whose rejections never carry citations."""
+    try:
+        resolved = resolve_model(model, models, env)
+    except ValueError:
+        return False
+    return resolved.provider == "fake" and resolved.name.partition(":")[0] in NON_CITING_FAKES
