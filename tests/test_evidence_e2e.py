@@ -254,3 +254,22 @@ async def test_line_numbers_are_those_of_the_rendered_transcript(server, fmt, tm
     result = await judge(server, fmt, request_for(path))
     assert "     8\tdeploy: ERROR connection refused" in server.requests[1].tool_results[-1]
     assert [c.line for c in result.citations or []] == [8]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_reasonless_stop_rejection_is_an_approval_and_needs_no_citations(server, fmt, transcript):
+    server.push(read(transcript), say('{"ok": false}'))
+    result = await judge(server, fmt, request_for(transcript))
+    assert (result.ok, result.reason, result.citations) == (False, None, None)
+    assert len(server.requests) == 2  # not re-asked
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_reasonless_tool_denial_needs_citations(server, fmt, transcript):
+    request = request_for(transcript)
+    context = {**request.context, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}
+    request = PromptRequest(hook=request.hook, context=context, transcript_path=transcript)
+    server.push(read(transcript), say('{"ok": false}'), say('{"ok": false}'))
+    with pytest.raises(HookError, match="no citations"):
+        await judge(server, fmt, request)
+    assert len(server.requests) == 3

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
+from judge.config import STOP_EVENTS
 from judge.decision import PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.files import NotARegularFile
@@ -138,8 +139,11 @@ class LLMJudge:
             "text_tools": text_tools,
             "trace": trace,
             "evidence_first": evidence_first_enabled(env),
-            "evidence": EvidenceCheck(tools) if request.hook.evidence == "required" else None,
+            "evidence": None,
         }
+        if request.hook.evidence == "required":
+            stop = request.context.get("hook_event_name") in STOP_EVENTS
+            options["evidence"] = EvidenceCheck(tools, reasonless_allows=stop)
         try:
             if self.provider_for is not None:
                 return await run_judgement(self.provider_for(model), prompt, tools, deadline, **options)

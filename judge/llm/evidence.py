@@ -247,17 +247,25 @@ def with_evidence(reason: str | None, citations: list[Citation]) -> str | None:
 class EvidenceCheck:
     """The evidence policy of one judgement: review rejections, allow one re-ask.
 
-    ``tools`` are the judgement's transcript tools (None: no transcript). ``reasked`` and
+    ``tools`` are the judgement's transcript tools (None: no transcript);
+    ``reasonless_allows``: a rejection without a reason is an approval (Stop events), so it
+    needs no citations. ``reasked`` and
     ``failed`` (citation problems seen) are kept for traces and benchmarks.
     """
 
     instructions = INSTRUCTIONS
 
-    def __init__(self, tools: TranscriptTools | None) -> None:
+    def __init__(self, tools: TranscriptTools | None, *, reasonless_allows: bool = False) -> None:
+        self.reasonless_allows = reasonless_allows
         self.path = tools.path if tools is not None else None
         self.budget = tools.budget if tools is not None else Budget()
         self.reasked = False
         self.failed = 0
+
+    def needed(self, ok: bool, reason: str | None) -> bool:
+        """Whether a verdict must be backed by citations: a rejection, except a reasonless
+        one where that is an approval (Stop events, ``reasonless_allows``)."""
+        return not ok and (reason is not None or not self.reasonless_allows)
 
     def review(self, verdict: dict[str, Any]) -> Review:
         """Check a rejection (runs on the judgement's tool threads: it reads the transcript).

@@ -303,7 +303,7 @@ async def run_judgement(
         if verdict is not None:
             ok, reason, answer = verdict
             citations: list[Citation] | None = None
-            if evidence is not None and not ok:
+            if evidence is not None and evidence.needed(ok, reason):
                 review = await asyncio.get_running_loop().run_in_executor(executor, evidence.review, answer)
                 trace.citation_problems = evidence.failed
                 if not review.verified:
