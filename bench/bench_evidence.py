@@ -11,7 +11,7 @@ case delivers when evidence is required.
 
 Prints: hallucinated citations caught (target: all) and false alarms on real citations;
 then per mode the model calls, tokens, wall time and accuracy, with ratios against
-`evidence: off`.
+`evidence: off`, and the model calls per judgement of each kind of case.
 
     .venv/bin/python bench/bench_evidence.py [--repeats 5] [--latency 0.05] [--concurrency 4]
 """
@@ -38,6 +38,8 @@ from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, 
 from judge.llm.providers.fake import fake_provider
 
 SUITE = ROOT / "evals" / "evidence" / "suite.yaml"
+#: The suite's kinds of case (each case's first tag).
+KINDS = ("genuine", "reask", "invented", "good")
 
 
 class Metered:
@@ -113,6 +115,10 @@ async def run_mode(evidence: str, repeats: int, latency: float, concurrency: int
         "false_alarms": false_alarms,
         "errors": sum(1 for r in results if r.error),
         "false_blocks": false_blocks,
+        "calls_by_kind": {
+            kind: sum(t.requests for case, t in traces if tags[case][0] == kind) for kind in KINDS
+        },
+        "judgements_by_kind": {kind: sum(1 for case, _ in traces if tags[case][0] == kind) for kind in KINDS},
     }
 
 
@@ -154,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
             ]
         )
     print(table(["mode", "model calls", "vs off", "tokens", "vs off", "wall s", "vs off", "accuracy"], rows))
+    kinds = []
+    for kind in KINDS:
+        n_off, n_on = off["judgements_by_kind"][kind], on["judgements_by_kind"][kind]
+        per_off = off["calls_by_kind"][kind] / max(1, n_off)
+        per_on = on["calls_by_kind"][kind] / max(1, n_on)
+        kinds.append([kind, n_on, round(per_off, 2), round(per_on, 2), f"{per_on / per_off:.2f}x"])
+    print(table(["cases", "judgements", "calls/judgement off", "required", "vs off"], kinds))
     return 0
 
 
