@@ -21,7 +21,8 @@ citation is verified here:
 Policy: a rejection whose citations are missing or do not all check out is sent back to
 the judge ONCE, with what failed and why; the second answer is checked again, and if it
 is still a rejection without verified evidence the judgement is a hook error (so the
-hook's ``failMode`` decides, and the error says why). Allows need no citations. The
+hook's ``failMode`` decides, and the error says why). Allows need no citations, nor
+does a reasonless Stop rejection (an approval there). The
 verified citations are appended to the reason the agent receives (:func:`with_evidence`,
 bounded) and kept as structured data (``citations`` in the hook result).
 """
