@@ -302,7 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--batch",
         action="store_true",
-        help="judge through the providers' batch APIs (cheaper, hours of latency, no tools); see docs/evals.md",
+        help="judge through the providers' batch APIs (cheaper, hours of latency, no tools)",
     )
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]

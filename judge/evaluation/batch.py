@@ -34,13 +34,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from judge.audit import now_iso
 from judge.decision import PromptJudge, PromptRequest, PromptVerdict
 from judge.errors import HookError
-from judge.evaluation.batch_requests import Pair, Plan, batch_key, max_transcript_chars, plan_batch, read_answer
-from judge.evaluation.batch_status import BatchClient, BatchError, BatchSetupError, BatchStatus, Outcome, batch_discount, poll_seconds
+from judge.evaluation.batch_requests import (
+    Pair,
+    Plan,
+    batch_key,
+    max_transcript_chars,
+    plan_batch,
+    read_answer,
+)
+from judge.evaluation.batch_state import (
+    BATCH_ROUTE,
+    BatchState,
+    SavedBatch,
+    SavedRoute,
+    load_state,
+    report_section,
+    save_state,
+)
+from judge.evaluation.batch_status import (
+    BatchClient,
+    BatchError,
+    BatchSetupError,
+    BatchStatus,
+    Outcome,
+    batch_discount,
+    poll_seconds,
+)
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
@@ -48,62 +70,17 @@ from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
 from judge.llm.providers.base import SDKProvider, api_settings
 
-STATE_NAME = "batch.json"
-BATCH_ROUTE = "batch"
-
-
-class SavedBatch(BaseModel):
-    """A submitted batch, as saved in ``DIR/batch.json``."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    provider: str
-    base_url: str | None = Field(None, alias="baseUrl")
-    model: str
-    id: str
-    keys: list[str]
-    submitted_at: str = Field(alias="submittedAt")
-    status: str = "submitted"
-    problem: str | None = None
-    elapsed_s: float | None = Field(None, alias="elapsedSeconds")
-
-
-class SavedRoute(BaseModel):
-    id: str
-    repeat: int
-    route: str
-
-
-class BatchState(BaseModel):
-    """``DIR/batch.json``: the batches of the run and where each (case, repeat) went."""
-
-    version: int = 1
-    batches: list[SavedBatch] = Field(default_factory=list)
-    routes: list[SavedRoute] = Field(default_factory=list)
-
-    def route_map(self) -> dict[Pair, str]:
-        return {(r.id, r.repeat): r.route for r in self.routes}
-
-
-def load_state(out: Path) -> BatchState:
-    try:
-        return BatchState.model_validate_json((out / STATE_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValidationError, ValueError):
-        return BatchState()
-
-
-def save_state(out: Path, state: BatchState) -> None:
-    path = out / STATE_NAME
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(state.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
 
 class BatchAnswerJudge(CachingJudge):
     """Answers the engine's prompt requests from batch outcomes (or the judgement cache,
     where batch verdicts are kept apart from normal ones by :func:`batch_key`)."""
 
-    def __init__(self, outcomes: Mapping[str, Outcome], providers: Mapping[str, SDKProvider], cache: JudgementCache | None) -> None:
+    def __init__(
+        self,
+        outcomes: Mapping[str, Outcome],
+        providers: Mapping[str, SDKProvider],
+        cache: JudgementCache | None,
+    ) -> None:
         self.outcomes = outcomes
         self.providers = providers
         self.batch_cache = cache
@@ -113,7 +90,9 @@ class BatchAnswerJudge(CachingJudge):
     async def evaluate(self, request: PromptRequest) -> PromptVerdict:
         raise HookError("a batch judgement needs its case id")  # the runner always passes it
 
-    async def evaluate_cached(self, request: PromptRequest, case_id: str | None = None) -> tuple[PromptVerdict, bool]:
+    async def evaluate_cached(
+        self, request: PromptRequest, case_id: str | None = None
+    ) -> tuple[PromptVerdict, bool]:
         key = batch_key(request, case_id or "")
         if self.batch_cache is not None:
             found = self.batch_cache.get(key)
@@ -197,7 +176,13 @@ class _Run:
             found = self.clients[(provider, base_url)] = _client(provider, base_url, self.env)
         return found
 
-    def judge_pairs(self, todo: set[Pair], judge: PromptJudge | None, cache_path: Path | None, emit: Callable[[CaseResult], None]) -> bool:
+    def judge_pairs(
+        self,
+        todo: set[Pair],
+        judge: PromptJudge | None,
+        cache_path: Path | None,
+        emit: Callable[[CaseResult], None],
+    ) -> bool:
         """Judge ``todo`` through the runner; False when Ctrl-C stopped it."""
         if not todo:
             return True
@@ -222,10 +207,19 @@ class _Run:
             for chunk in _chunks(keys, plan, client.max_requests, client.max_bytes):
                 batch_id = client.submit([(key, plan.requests[key].body) for key in chunk])
                 state.batches.append(
-                    SavedBatch(provider=provider, baseUrl=base_url, model=model, id=batch_id, keys=chunk, submittedAt=now_iso())
+                    SavedBatch(
+                        provider=provider,
+                        base_url=base_url,
+                        model=model,
+                        id=batch_id,
+                        keys=chunk,
+                        submitted_at=now_iso(),
+                    )
                 )
                 save_state(self.out, state)  # before anything else can fail: --resume finds it
-                self.say(f"batch: submitted {provider} batch {batch_id} ({len(chunk)} request(s), model {model})")
+                self.say(
+                    f"batch: submitted {provider} batch {batch_id} ({len(chunk)} request(s), model {model})"
+                )
 
     def poll(self, batches: list[SavedBatch], state: BatchState, interval: float) -> dict[str, BatchStatus]:
         statuses: dict[str, BatchStatus] = {}
@@ -257,6 +251,16 @@ def _chunks(keys: list[str], plan: Plan, max_requests: int, max_bytes: int) -> l
         out[-1].append(key)
         size += body
     return [chunk for chunk in out if chunk]
+
+
+def batch_settings_problem(env: Mapping[str, str] | None = None) -> str | None:
+    """What is wrong with the ``JUDGE_BATCH_*`` settings (None: nothing)."""
+    env = os.environ if env is None else env
+    try:
+        batch_discount(env), poll_seconds(env), max_transcript_chars(env)
+    except BatchSetupError as exc:
+        return str(exc)
+    return None
 
 
 def run_batch(
@@ -307,7 +311,9 @@ def run_batch(
             f"batch: {len(todo_batch)} judgement(s) go to batch APIs, {len(todo_normal)} the normal way"
             + (" (" + "; ".join(f"{n} x {why}" for why, n in reasons.most_common()) + ")" if reasons else "")
         )
-        needed = {key for keys in todo_batch.values() for key in keys if cache is None or cache.get(key) is None}
+        needed = {
+            key for keys in todo_batch.values() for key in keys if cache is None or cache.get(key) is None
+        }
         try:
             run.submit(plan, state, needed)
         except (BatchError, HookError) as exc:
@@ -325,10 +331,15 @@ def run_batch(
                 for saved in active:
                     status = statuses[saved.id]
                     if status.problem is not None:
-                        run.say(f"batch: {saved.provider} batch {saved.id} {status.problem}; its unfinished requests are judged the normal way")
+                        run.say(
+                            f"batch: {saved.provider} batch {saved.id} {status.problem}; "
+                            "its unfinished requests are judged the normal way"
+                        )
                     found = run.client(saved.provider, saved.base_url).results(status)
                     for key in saved.keys:
-                        answers[key] = found.get(key) or Outcome("unfinished", f"the batch {status.problem or 'returned no result'}")
+                        answers[key] = found.get(key) or Outcome(
+                            "unfinished", f"the batch {status.problem or 'returned no result'}"
+                        )
                         elapsed[key] = status.elapsed_s or 0.0
             except KeyboardInterrupt:
                 outcome.interrupted = True
@@ -348,7 +359,11 @@ def run_batch(
             if result.cost_usd is not None:
                 result.cost_usd = round(result.cost_usd * (1.0 - discount), 8)
             if not result.cached:
-                result.duration_ms = round(max((elapsed.get(k, 0.0) for k in todo_batch[(result.id, result.repeat)]), default=0.0) * 1000.0, 3)
+                result.duration_ms = round(
+                    max((elapsed.get(k, 0.0) for k in todo_batch[(result.id, result.repeat)]), default=0.0)
+                    * 1000.0,
+                    3,
+                )
             emit(result)
 
         answer_judge = BatchAnswerJudge(answers, plan.providers, cache)
@@ -368,42 +383,11 @@ def run_batch(
         progress.finish()
 
 
-def report_section(outcome: BatchOutcome) -> dict[str, Any]:
-    """``report.json``'s ``batch`` section: where each judgement went and why."""
-    state = outcome.state
-    normal = [r for r in state.routes if r.route != BATCH_ROUTE]
-    return {
-        "judgedInBatches": len(state.routes) - len(normal),
-        "judgedNormally": len(normal),
-        "normalReasons": dict(Counter(r.route for r in normal).most_common()),
-        "normalCases": [{"id": r.id, "repeat": r.repeat, "reason": r.route} for r in normal],
-        "batches": [
-            {"provider": b.provider, "model": b.model, "id": b.id, "status": b.status, "requests": len(b.keys), "problem": b.problem}
-            for b in state.batches
-        ],
-        "discount": outcome.discount,
-        "maxTranscriptChars": outcome.max_transcript_chars,
-    }
-
-
-def summary_lines(section: dict[str, Any]) -> list[str]:
-    """The CLI summary's lines about the batches."""
-    lines = [
-        f"  batch: {section['judgedInBatches']} judgement(s) through batch APIs "
-        f"(priced {section['discount'] * 100:g}% below list), {section['judgedNormally']} the normal way"
-    ]
-    lines += [f"    {n} x {why}" for why, n in list(section["normalReasons"].items())[:5]]
-    for b in section["batches"]:
-        extra = f" ({b['problem']})" if b["problem"] else ""
-        lines.append(f"    {b['provider']} batch {b['id']}: {b['status']}{extra}, {b['requests']} request(s)")
-    return lines
-
-
 def add_batch_section(out: Path, outcome: BatchOutcome) -> dict[str, Any]:
     """Add the ``batch`` section to ``DIR/report.json``; the section."""
     import json
 
-    section = report_section(outcome)
+    section = report_section(outcome.state, outcome.discount, outcome.max_transcript_chars)
     path = out / "report.json"
     report = json.loads(path.read_text(encoding="utf-8"))
     report["batch"] = section

@@ -39,7 +39,9 @@ class AnthropicBatches:
         return str(batch.id)
 
     def poll(self, batch_id: str) -> BatchStatus:
-        batch = self._call(f"reading message batch {batch_id}", self.client.messages.batches.retrieve, batch_id)
+        batch = self._call(
+            f"reading message batch {batch_id}", self.client.messages.batches.retrieve, batch_id
+        )
         counts = batch.request_counts
         total = counts.processing + counts.succeeded + counts.errored + counts.canceled + counts.expired
         ended = batch.processing_status == "ended"
@@ -61,7 +63,9 @@ class AnthropicBatches:
         )
 
     def results(self, status: BatchStatus) -> dict[str, Outcome]:
-        entries = self._call(f"downloading the results of {status.id}", self.client.messages.batches.results, status.id)
+        entries = self._call(
+            f"downloading the results of {status.id}", self.client.messages.batches.results, status.id
+        )
         outcomes: dict[str, Outcome] = {}
         try:
             for entry in entries:

@@ -44,7 +44,9 @@ class OpenAIBatches:
     def submit(self, requests: list[tuple[str, dict[str, Any]]]) -> str:
         """Upload the requests and create their batch; its id."""
         lines = (
-            json.dumps({"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}, ensure_ascii=False)
+            json.dumps(
+                {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}, ensure_ascii=False
+            )
             for key, body in requests
         )
         data = ("\n".join(lines) + "\n").encode("utf-8")
@@ -70,7 +72,11 @@ class OpenAIBatches:
         ended_at = batch.completed_at or batch.failed_at or batch.expired_at or batch.cancelled_at
         problem = None
         if batch.status == "failed":
-            errors = [e.message for e in (batch.errors.data if batch.errors and batch.errors.data else []) if e.message]
+            errors = [
+                e.message
+                for e in (batch.errors.data if batch.errors and batch.errors.data else [])
+                if e.message
+            ]
             problem = "failed" + (f": {'; '.join(errors)[:300]}" if errors else "")
         elif batch.status in ("expired", "cancelled"):
             problem = batch.status
@@ -123,7 +129,10 @@ def _outcome(item: dict[str, Any], problem: str | None) -> Outcome:
         message = str(error.get("message") or code or "error")
         if code in _UNFINISHED_CODES:
             return Outcome("unfinished", f"the batch {problem or code.removeprefix('batch_')}")
-        return Outcome("error", f"batch request failed ({code}): {message}" if code else f"batch request failed: {message}")
+        return Outcome(
+            "error",
+            f"batch request failed ({code}): {message}" if code else f"batch request failed: {message}",
+        )
     response = item.get("response")
     if not isinstance(response, dict):
         return Outcome("error", "batch request has neither a response nor an error")
@@ -131,6 +140,6 @@ def _outcome(item: dict[str, Any], problem: str | None) -> Outcome:
     body = response.get("body")
     if status != 200:
         detail = body.get("error", body) if isinstance(body, dict) else body
-        message = detail.get("message") if isinstance(detail, dict) else detail
-        return Outcome("error", f"batch request rejected (HTTP {status}): {str(message)[:300]}")
+        text = detail.get("message") if isinstance(detail, dict) else detail
+        return Outcome("error", f"batch request rejected (HTTP {status}): {str(text)[:300]}")
     return Outcome("answer", body)

@@ -61,7 +61,9 @@ def max_transcript_chars(env: Mapping[str, str]) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise BatchSetupError(f"{MAX_TRANSCRIPT_ENV} must be a whole number of characters, got {raw!r}") from None
+        raise BatchSetupError(
+            f"{MAX_TRANSCRIPT_ENV} must be a whole number of characters, got {raw!r}"
+        ) from None
     if value < 0:
         raise BatchSetupError(f"{MAX_TRANSCRIPT_ENV} must be at least 0, got {value}")
     return value
@@ -137,12 +139,19 @@ def messages_for(rendered_prompt: str, transcript: str | None) -> list[Message]:
     """The batch conversation: the tool loop's system and user prompts, with the
     transcript inlined instead of the tools."""
     if transcript is None:
-        return [Message("system", SYSTEM_PROMPT.replace("{tools}", NO_TOOLS)), Message("user", user_prompt(rendered_prompt))]
-    user = user_prompt(rendered_prompt) + f"\n\n<{TRANSCRIPT_TAG}>\n{_escape(transcript)}\n</{TRANSCRIPT_TAG}>"
+        return [
+            Message("system", SYSTEM_PROMPT.replace("{tools}", NO_TOOLS)),
+            Message("user", user_prompt(rendered_prompt)),
+        ]
+    user = (
+        user_prompt(rendered_prompt) + f"\n\n<{TRANSCRIPT_TAG}>\n{_escape(transcript)}\n</{TRANSCRIPT_TAG}>"
+    )
     return [Message("system", SYSTEM_PROMPT.replace("{tools}", INLINED_TRANSCRIPT)), Message("user", user)]
 
 
-def _static_reason(suite: Suite, engine: Engine, case: Case, transcripts: _Transcripts, env: Mapping[str, str], limit: int) -> tuple[str | None, str | None]:
+def _static_reason(
+    suite: Suite, engine: Engine, case: Case, transcripts: _Transcripts, env: Mapping[str, str], limit: int
+) -> tuple[str | None, str | None]:
     """Why ``case`` cannot go to a batch (None if it can), and its transcript text."""
     context = transcripts.context_for(case)
     try:
@@ -178,7 +187,9 @@ def _static_reason(suite: Suite, engine: Engine, case: Case, transcripts: _Trans
 async def _collect(suite: Suite, case: Case, repeat: int, transcripts: _Transcripts) -> list[PromptRequest]:
     collector = _Collector()
     engine = Engine(suite.config, judge=collector)
-    await engine.evaluate(suite.event, transcripts.context_for(case), transcripts.path_for(case), repeat=repeat)
+    await engine.evaluate(
+        suite.event, transcripts.context_for(case), transcripts.path_for(case), repeat=repeat
+    )
     return collector.requests
 
 
@@ -192,7 +203,10 @@ def _add_requests(
         try:
             provider = _provider(plan, model.provider, model.name, env)
             prompt = render_prompt(
-                request.hook.prompt or "", request.context, request.base_dir, arguments=delimit_context(request.context)
+                request.hook.prompt or "",
+                request.context,
+                request.base_dir,
+                arguments=delimit_context(request.context),
             )
         except HookError as exc:
             return f"a hook that cannot be judged ({str(exc)[:80]})"
@@ -244,6 +258,8 @@ def read_answer(provider: SDKProvider, data: object) -> PromptVerdict:
     found = find_verdict(completion.text)
     if found is None:
         snippet = completion.text.strip()[:200].replace("\n", "\\n")
-        raise HookError(f"the judge's batch answer is not a verdict (a batch request gets no repair turn): {snippet!r}")
+        raise HookError(
+            f"the judge's batch answer is not a verdict (a batch request gets no repair turn): {snippet!r}"
+        )
     ok, reason = found
     return PromptVerdict(ok=ok, reason=reason, model=provider.label, usage=completion.usage)

@@ -19,8 +19,8 @@ from typing import Any
 
 from judge.audit import now_iso
 from judge.decision import PromptJudge
-from judge.evaluation.batch import BatchOutcome, add_batch_section, run_batch
-from judge.evaluation.batch import summary_lines as batch_summary
+from judge.evaluation.batch import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
+from judge.evaluation.batch_state import summary_lines as batch_summary
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
@@ -174,6 +174,10 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     if batch and (recorded or getattr(args, "workers", None) is not None):
         _err(f"judge eval: --batch cannot be combined with {'--recorded' if recorded else '--workers'}")
         return 2
+    batch_problem = batch_settings_problem() if batch else None
+    if batch_problem is not None:
+        _err(f"judge eval: {batch_problem}")
+        return 2
     if recorded:
         missing_verdicts = [case.id for case in suite.cases if case.recorded is None]
         if missing_verdicts:
@@ -307,7 +311,9 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         )
         return 2
     if batched is not None and (interrupted or failure is not None):
-        _err("  the submitted batches are saved in " + str(out / "batch.json") + "; --resume polls them again")
+        _err(
+            "  the submitted batches are saved in " + str(out / "batch.json") + "; --resume polls them again"
+        )
     if interrupted:
         _err(
             f"interrupted: {len(results)} of {len(suite.cases) * repeats} results are kept in "

@@ -8,25 +8,21 @@ OpenAI: ``POST /v1/files`` (multipart upload), ``GET /v1/files/{id}`` and
 as a ``/v1/chat/completions`` request of the server) → ``completed``, with an output file
 (answers) and an error file (requests the script answered with an HTTP error).
 
-Anthropic: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}`` (the second
-retrieve ends it: ``in_progress`` → ``ended``, ``request_counts`` and ``results_url``
-filled in), ``POST .../cancel`` (``canceling``, then ended with the rest ``canceled``),
-``GET .../results`` (JSONL: ``succeeded`` / ``errored`` / ``canceled`` / ``expired``).
+Anthropic's Message Batches: :mod:`judge.testing.message_batch_wire`.
 
 On demand (:class:`BatchControls`, ``server.batches``): ``hold`` keeps batches running;
 ``end_as`` ends them ``failed`` (OpenAI), ``expired`` or ``cancelled`` instead, after
 answering the first ``finish_only`` requests. Every call is recorded in the server's
-``side_requests`` as ``"METHOD /path"``; each answered batch line in ``requests``.
+``side_requests`` as ``"METHOD /path"``; each answered batch line in ``requests``, with
+its batch's id in the header :data:`BATCH_HEADER`.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, Literal
@@ -36,8 +32,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from judge.testing.llm_replies import LLMRequest, Reply, WireFormat
+from judge.testing.message_batch_wire import BATCH_HEADER, MessageBatches
 
-ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+__all__ = ["BATCH_HEADER", "BatchControls", "BatchStore"]
+
 OPENAI_ENDPOINTS = ("/v1/chat/completions",)
 
 
@@ -63,13 +61,18 @@ class BatchStore:
         check_key: Callable[[Request, WireFormat], Response | None],
         base_url: Callable[[], str],
     ) -> None:
-        self.answer, self.body_for, self.note, self.check_key, self.base_url = answer, body_for, note, check_key, base_url
+        self.answer, self.body_for, self.note, self.check_key, self.base_url = (
+            answer,
+            body_for,
+            note,
+            check_key,
+            base_url,
+        )
         self.controls = BatchControls()
         self.files: dict[str, dict[str, Any]] = {}
         self.contents: dict[str, bytes] = {}
         self.openai: dict[str, dict[str, Any]] = {}
-        self.anthropic: dict[str, dict[str, Any]] = {}
-        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.messages = MessageBatches(self)
         self._n = 0
 
     def _id(self, prefix: str) -> str:
@@ -84,13 +87,12 @@ class BatchStore:
             Route("/v1/batches", self.create_openai, methods=["POST"]),
             Route("/v1/batches/{batch_id}", self.retrieve_openai, methods=["GET"]),
             Route("/v1/batches/{batch_id}/cancel", self.cancel_openai, methods=["POST"]),
-            Route("/v1/messages/batches", self.create_anthropic, methods=["POST"]),
-            Route("/v1/messages/batches/{batch_id}", self.retrieve_anthropic, methods=["GET"]),
-            Route("/v1/messages/batches/{batch_id}/cancel", self.cancel_anthropic, methods=["POST"]),
-            Route("/v1/messages/batches/{batch_id}/results", self.results_anthropic, methods=["GET"]),
+            *self.messages.routes(),
         ]
 
-    async def _begin(self, request: Request, fmt: WireFormat, json_body: bool = False) -> tuple[Any, Response | None]:
+    async def _begin(
+        self, request: Request, fmt: WireFormat, json_body: bool = False
+    ) -> tuple[Any, Response | None]:
         body: Any = None
         if json_body:
             try:
@@ -221,7 +223,10 @@ class BatchStore:
             lines = self._lines(batch)
             if isinstance(lines, str) or self.controls.end_as == "failed":
                 message = lines if isinstance(lines, str) else "the batch failed validation"
-                batch["errors"] = {"object": "list", "data": [{"code": "invalid_request", "message": message}]}
+                batch["errors"] = {
+                    "object": "list",
+                    "data": [{"code": "invalid_request", "message": message}],
+                }
                 batch.update(status="failed", failed_at=now)
             else:
                 batch.update(status="in_progress", in_progress_at=now)
@@ -243,12 +248,26 @@ class BatchStore:
         run = lines if end == "completed" else lines[: self.controls.finish_only]
         output, errors = [], []
         for item in run:
-            recorded = LLMRequest("openai", batch["endpoint"], item["body"], {})
+            recorded = LLMRequest("openai", batch["endpoint"], item["body"], {BATCH_HEADER: batch["id"]})
             reply = await self.answer(recorded)
-            line: dict[str, Any] = {"id": self._id("batch_req_"), "custom_id": item["custom_id"], "error": None}
+            line: dict[str, Any] = {
+                "id": self._id("batch_req_"),
+                "custom_id": item["custom_id"],
+                "error": None,
+            }
             if reply.status != 200:
-                error = {"error": {"message": reply.error or "error", "type": "invalid_request_error", "code": None}}
-                line["response"] = {"status_code": reply.status, "request_id": self._id("req_"), "body": error}
+                error = {
+                    "error": {
+                        "message": reply.error or "error",
+                        "type": "invalid_request_error",
+                        "code": None,
+                    }
+                }
+                line["response"] = {
+                    "status_code": reply.status,
+                    "request_id": self._id("req_"),
+                    "body": error,
+                }
                 errors.append(line)
             else:
                 body = self.body_for(recorded, reply)
@@ -257,7 +276,14 @@ class BatchStore:
         code = "batch_expired" if end == "expired" else "batch_cancelled"
         for item in lines[len(run) :]:
             message = f"This request could not be executed before the batch was {end}."
-            errors.append({"id": self._id("batch_req_"), "custom_id": item["custom_id"], "response": None, "error": {"code": code, "message": message}})
+            errors.append(
+                {
+                    "id": self._id("batch_req_"),
+                    "custom_id": item["custom_id"],
+                    "response": None,
+                    "error": {"code": code, "message": message},
+                }
+            )
         for name, items in (("output_file_id", output), ("error_file_id", errors)):
             if items:
                 data = "".join(json.dumps(i) + "\n" for i in items).encode()
@@ -274,109 +300,13 @@ class BatchStore:
             batch.update(status="cancelling", cancelling_at=int(time.time()))
         return JSONResponse(batch)
 
-    # -- Anthropic message batches -------------------------------------------------
-
-    async def create_anthropic(self, request: Request) -> Response:
-        body, refused = await self._begin(request, "anthropic", json_body=True)
-        if refused is not None:
-            return refused
-        requests = body.get("requests")
-        if not isinstance(requests, list) or not requests:
-            return _error("anthropic", 400, "requests: a non-empty list is required")
-        seen: set[str] = set()
-        for index, item in enumerate(requests):
-            key = item.get("custom_id") if isinstance(item, dict) else None
-            params = item.get("params") if isinstance(item, dict) else None
-            if not isinstance(key, str) or not ANTHROPIC_ID.match(key) or key in seen:
-                return _error("anthropic", 400, f"requests.{index}.custom_id: must be unique and match {ANTHROPIC_ID.pattern}")
-            if not isinstance(params, dict) or not {"model", "max_tokens", "messages"} <= set(params):
-                return _error("anthropic", 400, f"requests.{index}.params: model, max_tokens and messages are required")
-            seen.add(key)
-        now = datetime.now(UTC)
-        batch_id = self._id("msgbatch_")
-        self.anthropic[batch_id] = {
-            "id": batch_id,
-            "type": "message_batch",
-            "processing_status": "in_progress",
-            "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
-            "ended_at": None,
-            "created_at": now.isoformat(),
-            "expires_at": (now + timedelta(hours=24)).isoformat(),
-            "archived_at": None,
-            "cancel_initiated_at": None,
-            "results_url": None,
-            "_requests": requests,
-            "_seen": 0,
-        }
-        return JSONResponse(_public(self.anthropic[batch_id]))
-
-    async def retrieve_anthropic(self, request: Request) -> Response:
-        _, refused = await self._begin(request, "anthropic")
-        batch = self.anthropic.get(request.path_params["batch_id"])
-        if refused is not None or batch is None:
-            return refused or _error("anthropic", 404, "no such message batch")
-        self.controls.polled.set()
-        batch["_seen"] += 1
-        if batch["processing_status"] == "canceling":
-            await self._finish_anthropic(batch, "canceled")
-        elif batch["processing_status"] == "in_progress" and batch["_seen"] > 1 and not self.controls.hold:
-            end = {"expired": "expired", "cancelled": "canceled"}.get(self.controls.end_as)
-            await self._finish_anthropic(batch, end)
-        return JSONResponse(_public(batch))
-
-    async def _finish_anthropic(self, batch: dict[str, Any], end: str | None) -> None:
-        requests = batch["_requests"]
-        run = requests if end is None else requests[: self.controls.finish_only]
-        counts = {"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
-        results = []
-        for item in run:
-            recorded = LLMRequest("anthropic", "/v1/messages", item["params"], {})
-            reply = await self.answer(recorded)
-            if reply.status != 200:
-                from judge.testing.anthropic_wire import error_body
-
-                result: dict[str, Any] = {"type": "errored", "error": error_body(reply.status, reply.error or "error")}
-                counts["errored"] += 1
-            else:
-                result = {"type": "succeeded", "message": self.body_for(recorded, reply)}
-                counts["succeeded"] += 1
-            results.append({"custom_id": item["custom_id"], "result": result})
-        for item in requests[len(run) :]:
-            assert end is not None
-            results.append({"custom_id": item["custom_id"], "result": {"type": end}})
-            counts[end] += 1
-        self.results[batch["id"]] = results
-        batch.update(
-            processing_status="ended",
-            request_counts=counts,
-            ended_at=datetime.now(UTC).isoformat(),
-            results_url=f"{self.base_url()}/v1/messages/batches/{batch['id']}/results",
-        )
-
-    async def cancel_anthropic(self, request: Request) -> Response:
-        _, refused = await self._begin(request, "anthropic")
-        batch = self.anthropic.get(request.path_params["batch_id"])
-        if refused is not None or batch is None:
-            return refused or _error("anthropic", 404, "no such message batch")
-        if batch["processing_status"] == "in_progress":
-            batch.update(processing_status="canceling", cancel_initiated_at=datetime.now(UTC).isoformat())
-        return JSONResponse(_public(batch))
-
-    async def results_anthropic(self, request: Request) -> Response:
-        _, refused = await self._begin(request, "anthropic")
-        found = self.results.get(request.path_params["batch_id"])
-        if refused is not None or found is None:
-            return refused or _error("anthropic", 404, "the message batch has no results yet")
-        data = "".join(json.dumps(item) + "\n" for item in found)
-        return Response(data, media_type="application/x-jsonl")
-
-
-def _public(batch: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in batch.items() if not k.startswith("_")}
-
 
 def _error(fmt: WireFormat, status: int, message: str) -> Response:
     from judge.testing.anthropic_wire import error_body
 
-    body = error_body(status, message) if fmt == "anthropic" else {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+    body = (
+        error_body(status, message)
+        if fmt == "anthropic"
+        else {"error": {"message": message, "type": "invalid_request_error", "code": status}}
+    )
     return JSONResponse(body, status_code=status)

@@ -282,7 +282,9 @@ class LLMServer:
         """The whole (non-streamed) answer to ``recorded`` in its wire format."""
         if recorded.format == "anthropic":
             blocks = anthropic_wire.content_blocks(reply, lambda: str(next(self._ids)))
-            return anthropic_wire.message(recorded, blocks, reply, f"msg_{next(self._ids)}", _usage(recorded, reply))
+            return anthropic_wire.message(
+                recorded, blocks, reply, f"msg_{next(self._ids)}", _usage(recorded, reply)
+            )
         tool_calls = [
             {
                 "id": spec.id or f"call_{next(self._ids)}",
