@@ -151,13 +151,39 @@ def test_crash_mid_poll_then_resume_polls_the_same_batch(tmp_path: Path, env: py
     assert report(out)["batch"]["batches"][0]["id"] == saved[0].id
 
 
+def test_ctrl_c_while_waiting_keeps_the_batch_for_resume(tmp_path: Path, env: pytest.MonkeyPatch) -> None:
+    suite = write_suite(tmp_path / "s", labelled_rows(4), LLM_CONFIG)
+    out = tmp_path / "o"
+    with LLMServer(handler=judge_by_content) as server:
+        use(env, server, "anthropic")
+        server.batches.controls.hold = True
+        child_env = {**os.environ, "PYTHONPATH": str(REPO)}
+        argv = [sys.executable, "-m", "judge", "eval", str(suite), "--out", str(out), "--batch", "--quiet"]
+        proc = subprocess.Popen(
+            argv, env=child_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            assert server.batches.controls.polled.wait(60), "the batch was never polled"
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        assert proc.returncode == 2
+        assert "interrupted: 0 of 4 results" in err and "batch.json; --resume polls them again" in err
+        assert "Traceback" not in err
+        server.batches.controls.hold = False
+        assert run_eval([str(suite), "--out", str(out), "--batch", "--resume", "--quiet"]) == 0
+        assert calls(server, "POST /v1/messages/batches") == ["POST /v1/messages/batches"]
+    assert len(read_results(out / "results.jsonl")) == 4
+
+
 @pytest.mark.parametrize(
     ("provider", "end_as", "why"),
     [
         ("openai", "expired", "the batch expired"),
         ("anthropic", "expired", "the batch expired"),
         ("anthropic", "cancelled", "the batch cancelled"),
-        ("openai", "failed", "the batch failed: the batch failed validation"),
+        ("openai", "failed", "the batch failed (the batch failed validation)"),
     ],
 )
 def test_requests_an_ended_batch_did_not_run_are_judged_the_normal_way(

@@ -239,6 +239,34 @@ class _Run:
                 return statuses
             time.sleep(interval)
 
+    def answers(
+        self, active: list[SavedBatch], state: BatchState, interval: float
+    ) -> tuple[dict[str, Outcome], dict[str, float]]:
+        """Poll ``active`` until they end; each request's outcome and its batch's turnaround."""
+        answers: dict[str, Outcome] = {}
+        elapsed: dict[str, float] = {}
+        if not active:
+            return answers, elapsed
+        statuses = self.poll(active, state, interval)
+        for saved in active:
+            status = statuses[saved.id]
+            if status.problem is not None:
+                self.say(
+                    f"batch: {saved.provider} batch {saved.id} {status.problem}; "
+                    "its unfinished requests are judged the normal way"
+                )
+            found = self.client(saved.provider, saved.base_url).results(status)
+            why = (
+                f"{status.problem} before judging it"
+                if status.problem
+                else f"({status.status}) returned no result for it"
+            )
+            missing = Outcome("unfinished", f"the batch {why}")
+            for key in saved.keys:
+                answers[key] = found.get(key) or missing
+                elapsed[key] = status.elapsed_s or 0.0
+        return answers, elapsed
+
 
 def _chunks(keys: list[str], plan: Plan, max_requests: int, max_bytes: int) -> list[list[str]]:
     out: list[list[str]] = [[]]
@@ -289,7 +317,11 @@ def run_batch(
     except BatchSetupError as exc:
         outcome.failure = str(exc)
         return outcome
-    plan = plan_batch(suite, repeats, env)
+    try:
+        plan = plan_batch(suite, repeats, env)
+    except KeyboardInterrupt:
+        outcome.interrupted = True
+        return outcome
     routes = state.route_map()
     for pair in pairs(suite.cases, repeats):
         if pair not in skip or pair not in routes:
@@ -323,35 +355,16 @@ def run_batch(
             outcome.interrupted = True
             return outcome
         active = [saved for saved in state.batches if needed & set(saved.keys)]
-        answers: dict[str, Outcome] = {}
-        elapsed: dict[str, float] = {}
-        if active:
-            try:
-                statuses = run.poll(active, state, interval)
-                for saved in active:
-                    status = statuses[saved.id]
-                    if status.problem is not None:
-                        run.say(
-                            f"batch: {saved.provider} batch {saved.id} {status.problem}; "
-                            "its unfinished requests are judged the normal way"
-                        )
-                    found = run.client(saved.provider, saved.base_url).results(status)
-                    for key in saved.keys:
-                        answers[key] = found.get(key) or Outcome(
-                            "unfinished", f"the batch {status.problem or 'returned no result'}"
-                        )
-                        elapsed[key] = status.elapsed_s or 0.0
-            except KeyboardInterrupt:
-                outcome.interrupted = True
-                return outcome
-            except BatchError as exc:
-                outcome.failure = f"polling the batches failed: {exc}"
-                return outcome
+        try:
+            answers, elapsed = run.answers(active, state, interval)
+        except BatchError as exc:
+            outcome.failure = f"polling the batches failed: {exc}"
+            return outcome
         fallback: dict[Pair, str] = {}
         for pair, keys in todo_batch.items():
             unfinished = [answers[k].value for k in keys if k in needed and answers[k].kind == "unfinished"]
             if unfinished:
-                fallback[pair] = routes[pair] = f"{unfinished[0]} before judging it"
+                fallback[pair] = routes[pair] = str(unfinished[0])
         ready = set(todo_batch) - set(fallback)
         discount = outcome.discount
 
@@ -373,6 +386,9 @@ def run_batch(
         if not run.judge_pairs(set(fallback), judge, cache_path, emit):
             outcome.interrupted = True
             return outcome
+        return outcome
+    except KeyboardInterrupt:  # while planning, submitting or polling: the batches are saved
+        outcome.interrupted = True
         return outcome
     finally:
         order = pairs(suite.cases, repeats)

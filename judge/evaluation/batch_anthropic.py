@@ -88,5 +88,7 @@ def _outcome(result: Any) -> Outcome:
         message = getattr(error, "message", "") or kind_name
         return Outcome("error", f"batch request failed ({kind_name}): {str(message)[:300]}")
     if kind in ("canceled", "expired"):
-        return Outcome("unfinished", f"the batch {'cancelled' if kind == 'canceled' else 'expired'}")
+        return Outcome(
+            "unfinished", f"the batch {'cancelled' if kind == 'canceled' else 'expired'} before judging it"
+        )
     return Outcome("error", f"batch request ended as {kind!r}")

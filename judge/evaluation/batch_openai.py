@@ -77,7 +77,7 @@ class OpenAIBatches:
                 for e in (batch.errors.data if batch.errors and batch.errors.data else [])
                 if e.message
             ]
-            problem = "failed" + (f": {'; '.join(errors)[:300]}" if errors else "")
+            problem = "failed" + (f" ({'; '.join(errors)[:300]})" if errors else "")
         elif batch.status in ("expired", "cancelled"):
             problem = batch.status
         return BatchStatus(
@@ -128,7 +128,9 @@ def _outcome(item: dict[str, Any], problem: str | None) -> Outcome:
         code = str(error.get("code") or "")
         message = str(error.get("message") or code or "error")
         if code in _UNFINISHED_CODES:
-            return Outcome("unfinished", f"the batch {problem or code.removeprefix('batch_')}")
+            return Outcome(
+                "unfinished", f"the batch {problem or code.removeprefix('batch_')} before judging it"
+            )
         return Outcome(
             "error",
             f"batch request failed ({code}): {message}" if code else f"batch request failed: {message}",
