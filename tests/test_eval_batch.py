@@ -106,8 +106,9 @@ def test_batch_gives_the_normal_paths_verdicts_at_half_the_price(
         for r in read_results(tmp_path / "batch" / "results.jsonl")
     )
     assert batch["costUsd"] == pytest.approx(0.5 * tokens / 1e6, rel=1e-3)  # the 50% batch discount
-    out = capsys.readouterr().out
-    assert "12 judgement(s) through batch APIs (priced 50% below list), 0 the normal way" in out
+    captured = capsys.readouterr()
+    assert "12 judgement(s) through batch APIs (priced 50% below list), 0 the normal way" in captured.out
+    assert "batches: 12/12 requests done" in captured.err  # the progress shows the batches' state
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

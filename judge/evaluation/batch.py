@@ -30,7 +30,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -143,26 +143,23 @@ class BatchOutcome:
     failure: str | None = None
     discount: float = 0.0
     max_transcript_chars: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 class _Run:
+    """One ``--batch`` run's steps: submitting, judging pairs, polling, reading answers."""
+
     def __init__(
         self,
         suite: Suite,
         out: Path,
         repeats: int,
         concurrency: int,
-        judge: PromptJudge | None,
-        cache_path: Path | None,
-        emit: Callable[[CaseResult], None],
         progress: Progress,
         quiet: bool,
         env: Mapping[str, str],
     ) -> None:
         self.suite, self.out, self.repeats, self.concurrency = suite, out, repeats, concurrency
-        self.judge, self.cache_path, self.emit, self.progress = judge, cache_path, emit, progress
-        self.quiet, self.env = quiet, env
+        self.progress, self.quiet, self.env = progress, quiet, env
         self.all_pairs = set(pairs(suite.cases, repeats))
         self.clients: dict[tuple[str, str | None], BatchClient] = {}
 
@@ -328,7 +325,7 @@ def run_batch(
             routes[pair] = BATCH_ROUTE if pair in plan.batch else plan.normal[pair]
     todo_batch = {pair: keys for pair, keys in plan.batch.items() if pair not in skip}
     todo_normal = {pair for pair in plan.normal if pair not in skip}
-    run = _Run(suite, out, repeats, concurrency, judge, cache_path, on_result, progress, quiet, env)
+    run = _Run(suite, out, repeats, concurrency, progress, quiet, env)
     total = len(run.all_pairs)
     progress.start(total, done=total - len(todo_batch) - len(todo_normal))
 
