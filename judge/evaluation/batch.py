@@ -69,6 +69,7 @@ from judge.evaluation.progress import Progress
 from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
 from judge.llm.providers.base import SDKProvider, api_settings
+from judge.pricing import batch_cost
 
 
 class BatchAnswerJudge(CachingJudge):
@@ -366,8 +367,7 @@ def run_batch(
         discount = outcome.discount
 
         def emit_batch(result: CaseResult) -> None:
-            if result.cost_usd is not None:
-                result.cost_usd = round(result.cost_usd * (1.0 - discount), 8)
+            result.cost_usd = batch_cost(result.cost_usd, discount)
             if not result.cached:
                 result.duration_ms = round(
                     max((elapsed.get(k, 0.0) for k in todo_batch[(result.id, result.repeat)]), default=0.0)

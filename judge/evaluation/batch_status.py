@@ -8,11 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from judge.pricing import BATCH_DISCOUNT, BATCH_DISCOUNT_ENV
+
 POLL_ENV = "JUDGE_BATCH_POLL_SECONDS"
 DEFAULT_POLL_SECONDS = 30.0
-DISCOUNT_ENV = "JUDGE_BATCH_DISCOUNT"
-#: The share of the list price both providers take off batch requests (50 % when written).
-DEFAULT_DISCOUNT = 0.5
 
 
 class BatchSetupError(Exception):
@@ -84,5 +83,6 @@ def poll_seconds(env: Mapping[str, str] | None = None) -> float:
 
 
 def batch_discount(env: Mapping[str, str] | None = None) -> float:
-    """The share taken off the list price for batch judgements (``JUDGE_BATCH_DISCOUNT``)."""
-    return _number(os.environ if env is None else env, DISCOUNT_ENV, DEFAULT_DISCOUNT, 0.0, 1.0)
+    """The share taken off the list price for batch judgements (``JUDGE_BATCH_DISCOUNT``,
+    default :data:`judge.pricing.BATCH_DISCOUNT`)."""
+    return _number(os.environ if env is None else env, BATCH_DISCOUNT_ENV, BATCH_DISCOUNT, 0.0, 1.0)
