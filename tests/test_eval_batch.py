@@ -310,3 +310,20 @@ def test_a_batch_that_cannot_be_submitted_is_a_clear_error(
         assert run_eval([str(suite), "--out", str(tmp_path / "o"), "--batch", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "cannot submit the batch" in err and "401" in err
+
+
+def test_large_runs_are_split_into_several_batches(tmp_path: Path, env: pytest.MonkeyPatch) -> None:
+    from judge.evaluation.batch_openai import OpenAIBatches
+
+    env.setattr(OpenAIBatches, "max_requests", 3)
+    suite = write_suite(tmp_path / "s", labelled_rows(4), LLM_CONFIG)
+    with LLMServer(handler=judge_by_content) as server:
+        use(env, server, "openai")
+        assert (
+            run_eval([str(suite), "--out", str(tmp_path / "o"), "--batch", "--repeats", "2", "--quiet"]) == 0
+        )
+        assert calls(server, "POST /v1/batches") == ["POST /v1/batches"] * 3  # 8 requests, 3 at most each
+    section = report(tmp_path / "o")["batch"]
+    assert [b["requests"] for b in section["batches"]] == [3, 3, 2]
+    assert len({r.headers[BATCH_HEADER] for r in server.requests}) == 3 and len(server.requests) == 8
+    assert report(tmp_path / "o")["n"] == 8 and report(tmp_path / "o")["errors"] == 0

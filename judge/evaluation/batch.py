@@ -203,7 +203,7 @@ class _Run:
         for (provider, base_url, model), keys in groups.items():
             client = self.client(provider, base_url)
             for chunk in _chunks(keys, plan, client.max_requests, client.max_bytes):
-                batch_id = client.submit([(key, plan.requests[key].body) for key in chunk])
+                batch_id = client.submit((key, plan.body(key)) for key in chunk)
                 state.batches.append(
                     SavedBatch(
                         provider=provider,
@@ -270,7 +270,7 @@ def _chunks(keys: list[str], plan: Plan, max_requests: int, max_bytes: int) -> l
     out: list[list[str]] = [[]]
     size = 0
     for key in keys:
-        body = len(str(plan.requests[key].body)) + 200
+        body = plan.requests[key].size + 200  # the line's envelope
         if out[-1] and (len(out[-1]) >= max_requests or size + body > max_bytes):
             out.append([])
             size = 0
@@ -393,6 +393,7 @@ def run_batch(
         save_state(out, state)
         if cache is not None:
             cache.close()
+        plan.close()
         progress.finish()
 
 

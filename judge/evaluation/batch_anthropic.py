@@ -5,13 +5,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from judge.evaluation.batch_status import BatchError, BatchStatus, Outcome
 
-#: The API's limits per batch: requests and request bytes.
+#: Requests and bytes per batch: the API takes up to 100,000 requests and 256 MB; one
+#: batch's requests are sent as one JSON body, so its size is kept lower (memory).
 MAX_REQUESTS = 100_000
-MAX_BYTES = 250 * 1024 * 1024
+MAX_BYTES = 64 * 1024 * 1024
 
 
 class AnthropicBatches:
@@ -33,7 +35,7 @@ class AnthropicBatches:
         except self.sdk.AnthropicError as exc:
             raise BatchError(f"anthropic at {self.client.base_url}: {what} failed: {exc}") from None
 
-    def submit(self, requests: list[tuple[str, dict[str, Any]]]) -> str:
+    def submit(self, requests: Iterable[tuple[str, dict[str, Any]]]) -> str:
         items: Any = [{"custom_id": key, "params": body} for key, body in requests]
         batch = self._call("creating the message batch", self.client.messages.batches.create, requests=items)
         return str(batch.id)

@@ -10,6 +10,8 @@ the codes ``batch_expired`` / ``batch_cancelled``: they are *unfinished*, not er
 from __future__ import annotations
 
 import json
+import tempfile
+from collections.abc import Iterable
 from typing import Any
 
 from judge.evaluation.batch_status import BatchError, BatchStatus, Outcome
@@ -41,21 +43,19 @@ class OpenAIBatches:
         except self.sdk.OpenAIError as exc:
             raise BatchError(f"openai at {self.client.base_url}: {what} failed: {exc}") from None
 
-    def submit(self, requests: list[tuple[str, dict[str, Any]]]) -> str:
-        """Upload the requests and create their batch; its id."""
-        lines = (
-            json.dumps(
-                {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}, ensure_ascii=False
+    def submit(self, requests: Iterable[tuple[str, dict[str, Any]]]) -> str:
+        """Upload the requests (a JSONL file, spooled to disk) and create their batch; its id."""
+        with tempfile.TemporaryFile(prefix="judge-batch-input-") as data:
+            for key, body in requests:
+                line = {"custom_id": key, "method": "POST", "url": ENDPOINT, "body": body}
+                data.write(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n")
+            data.seek(0)
+            uploaded = self._call(
+                "uploading the batch input file",
+                self.client.files.create,
+                file=("judge-eval-batch.jsonl", data, "application/jsonl"),
+                purpose="batch",
             )
-            for key, body in requests
-        )
-        data = ("\n".join(lines) + "\n").encode("utf-8")
-        uploaded = self._call(
-            "uploading the batch input file",
-            self.client.files.create,
-            file=("judge-eval-batch.jsonl", data, "application/jsonl"),
-            purpose="batch",
-        )
         batch = self._call(
             "creating the batch",
             self.client.batches.create,

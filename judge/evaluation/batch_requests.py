@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from judge.context import context_json, parse_context
 from judge.decision import PromptRequest, PromptVerdict
@@ -79,13 +81,15 @@ def batch_key(request: PromptRequest, case_id: str) -> str:
 
 @dataclass(frozen=True)
 class BatchRequest:
-    """One request of a batch: which endpoint serves it and its wire body."""
+    """One request of a batch: which endpoint serves it, and where its wire body (JSON) is
+    in the plan's spool file."""
 
     key: str
     provider: str
     base_url: str | None
     model: str
-    body: dict[str, Any]
+    offset: int
+    size: int
 
     @property
     def group(self) -> tuple[str, str | None, str]:
@@ -101,6 +105,28 @@ class Plan:
     normal: dict[Pair, str] = field(default_factory=dict)
     requests: dict[str, BatchRequest] = field(default_factory=dict)
     providers: dict[str, SDKProvider] = field(default_factory=dict)
+    #: The request bodies, on disk: with transcripts inlined they can be large.
+    spool: IO[bytes] = field(default_factory=lambda: _spool())
+
+    def add(self, key: str, provider: str, base_url: str | None, model: str, body: dict[str, Any]) -> None:
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        offset = self.spool.seek(0, os.SEEK_END)
+        self.spool.write(data)
+        self.requests[key] = BatchRequest(key, provider, base_url, model, offset, len(data))
+
+    def body(self, key: str) -> dict[str, Any]:
+        """The wire body of request ``key``."""
+        request = self.requests[key]
+        self.spool.seek(request.offset)
+        body: dict[str, Any] = json.loads(self.spool.read(request.size))
+        return body
+
+    def close(self) -> None:
+        self.spool.close()
+
+
+def _spool() -> IO[bytes]:
+    return tempfile.TemporaryFile(prefix="judge-batch-")  # Plan.close closes it
 
 
 class _Collector:
@@ -213,7 +239,7 @@ def _add_requests(
         key = batch_key(request, case.id)
         if key not in plan.requests:
             body = provider.body(messages_for(prompt, transcript), [], "none")
-            plan.requests[key] = BatchRequest(key, model.provider, provider.base_url, model.name, body)
+            plan.add(key, model.provider, provider.base_url, model.name, body)
         keys.append(key)
     return keys
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -55,7 +55,7 @@ class BatchClient(Protocol):
     max_requests: int
     max_bytes: int
 
-    def submit(self, requests: list[tuple[str, dict[str, Any]]]) -> str: ...
+    def submit(self, requests: Iterable[tuple[str, dict[str, Any]]]) -> str: ...
 
     def poll(self, batch_id: str) -> BatchStatus: ...
 
