@@ -214,3 +214,32 @@ def test_validate_warns_when_a_fake_judge_can_never_cite(
         "warning: hooks.Stop[0].evidence: required, but the model 'fake:heuristic'" in capsys.readouterr().err
     )
     assert cli_main(["validate", "--strict", str(path)]) == 1
+
+
+def test_judge_eval_batch_judges_evidence_hooks_the_normal_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A batch request gets no second turn, so its citations could not be re-asked: such
+    # cases are judged the normal way, with the reason in the report.
+    from judge.cli import build_parser
+    from judge.evaluation.cli import eval_main
+    from judge.testing import LLMServer
+
+    cases = [{"id": f"c{i}", "context": {"final_output": "done"}, "label": "allow"} for i in range(2)]
+    folder = tmp_path / "s"
+    folder.mkdir()
+    hook = {"type": "prompt", "prompt": "Check. $ARGUMENTS", "evidence": "required"}
+    (folder / "agent.yaml").write_text(json.dumps({"hooks": {"Stop": [hook]}}))
+    (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
+    (folder / "suite.yaml").write_text("name: t\nconfig: agent.yaml\nevent: Stop\ncases: cases.jsonl\n")
+    monkeypatch.setenv("JUDGE_BATCH_POLL_SECONDS", "0")
+    with LLMServer() as server:
+        for key, value in server.env("openai").items():
+            monkeypatch.setenv(key, value)
+        args = build_parser().parse_args(
+            ["eval", str(folder / "suite.yaml"), "--out", str(tmp_path / "o"), "--batch"]
+        )
+        assert eval_main(args) == 0
+    section = json.loads((tmp_path / "o" / "report.json").read_text())["batch"]
+    assert section["judgedNormally"] == 2 and section["batches"] == []
+    assert section["normalReasons"] == {"evidence: required (unverified citations need a re-ask turn)": 2}

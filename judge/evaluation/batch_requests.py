@@ -190,6 +190,8 @@ def _static_reason(
         return "no hook to judge", None
     if any(hook.type == "command" for _, _, hook in hooks):
         return "a command hook", None
+    if any(hook.evidence == "required" for _, _, hook in hooks):
+        return "evidence: required (unverified citations need a re-ask turn)", None
     for _, _, hook in hooks:
         try:
             model = resolve_model(hook.model, suite.config.models, env)
