@@ -222,3 +222,24 @@ def test_model_override_replaces_the_whole_cascade(tmp_path: Path) -> None:
     _, report, lines, _ = run_eval(tmp_path, "--model", "fake:allow")
     assert "cascade" not in report and all("cascades" not in line for line in lines)
     assert report["allowRate"] == 1.0
+
+
+async def test_audit_logs_carry_the_stages(tmp_path: Path) -> None:
+    from judge.audit import AuditLog
+
+    judge = StageJudge({"m:fast": False, "m:strong": True})
+    engine = Engine(stop_config(["m:fast", "m:strong"], prices=PRICES), judge=judge)
+    log = AuditLog(tmp_path)
+    context = {**stop(), "session_id": "s1"}
+    log.record("Stop", context, await engine.evaluate("Stop", context))
+    [summary] = list(log.session_summaries())
+    [cascade] = summary["cascades"]
+    assert cascade["hook"] == "agent[0]"
+    assert [(s["model"], s["verdict"], s["agreed"]) for s in cascade["stages"]] == [
+        ("m:fast", "block", None),
+        ("m:strong", "allow", False),
+    ]
+    assert cascade["stages"][1]["costUsd"] == pytest.approx(0.012)
+    single = Engine(stop_config("m:fast"), judge=StageJudge({"m:fast": True}))
+    log.record("Stop", context, await single.evaluate("Stop", context))
+    assert "cascades" not in list(log.session_summaries())[1]
