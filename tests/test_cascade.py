@@ -243,3 +243,18 @@ async def test_audit_logs_carry_the_stages(tmp_path: Path) -> None:
     single = Engine(stop_config("m:fast"), judge=StageJudge({"m:fast": True}))
     log.record("Stop", context, await single.evaluate("Stop", context))
     assert "cascades" not in list(log.session_summaries())[1]
+
+
+async def test_service_metrics_count_each_stage_under_its_model() -> None:
+    from judge.server_metrics import GateMetrics
+
+    engine = Engine(
+        stop_config(["m:fast", "m:strong"], prices=PRICES),
+        judge=StageJudge({"m:fast": False, "m:strong": True}),
+    )
+    metrics = GateMetrics()
+    metrics.observe("Stop", None, await engine.evaluate("Stop", stop()), 0.01)
+    text = metrics.exposition()[0].decode()
+    assert 'judge_tokens_total{kind="input",model="m:fast"} 1000.0' in text
+    assert 'judge_tokens_total{kind="input",model="m:strong"} 1000.0' in text
+    assert 'judge_cost_usd_total{model="m:strong"} 0.012' in text
