@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -127,7 +127,7 @@ class Hook(BaseModel):
         description="How a hook error is treated: `allow` or `block`. "
         "Default: `block` for PreToolUse, `allow` otherwise.",
     )
-    model: str | tuple[str, ...] = Field(
+    model: str | Annotated[tuple[str, ...], Field(min_length=2)] = Field(
         "ReasoningFast",
         description="Prompt hooks: a tier (Reasoning, ReasoningFast, General, Fast, LongContext) "
         "or a model (`openai:<name>`, `anthropic:<name>`, or a bare name). A list of 2 or more "
