@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from judge.cli import main as cli_main
 from judge.config import config_from_data
 from judge.engine import Engine
 from judge.llm import LLMJudge
@@ -113,3 +116,23 @@ def test_a_hanging_fast_model_leaves_the_strong_one_time(server: LLMServer) -> N
     assert out["decision"] == "block" and out["reason"] == "no"
     fast = out["hooks"][0]["stages"][0]
     assert fast["verdict"] == "error" and fast["durationMs"] < 1500  # at most half of the 2 s
+
+
+def test_eval_batch_judges_a_cascade_the_normal_way(
+    server: LLMServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_eval_runner import labelled_rows, write_suite
+
+    monkeypatch.setenv("JUDGE_BATCH_POLL_SECONDS", "0")
+    for key, value in server.env("openai").items():
+        monkeypatch.setenv(key, value)
+    server.reset()
+    server.handler = lambda request: verdict(True)
+    cascade = {"prompt": "Is it complete? $ARGUMENTS", "model": ["openai:fast-model", "openai:strong-model"]}
+    suite = write_suite(tmp_path / "s", labelled_rows(2), {"hooks": {"Stop": [cascade]}})
+    out = tmp_path / "o"
+    assert cli_main(["eval", str(suite), "--out", str(out), "--batch", "--no-cache", "--quiet"]) in (0, 1)
+    report = json.loads((out / "report.json").read_text())
+    assert report["batch"]["normalReasons"] == {"a model cascade (its stages run one after another)": 2}
+    assert report["cascade"]["agent[0]"]["stages"][0]["calls"] == 2
+    assert models(server) == ["fast-model", "fast-model"]
