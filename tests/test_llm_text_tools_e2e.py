@@ -272,3 +272,28 @@ async def test_evidence_first_can_be_switched_off(server, fmt, transcript):
     off = judge(server, fmt, [], env={"JUDGE_EVIDENCE_FIRST": "0"})
     assert (await off.evaluate(request_for(transcript))).ok is True
     assert len(server.requests) == 1  # answered at once, as the model chose
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_the_temperature_comes_from_the_environment(server, fmt):
+    await judge(server, fmt, [], env={"JUDGE_TEMPERATURE": "0"}).evaluate(request_for(None))
+    await judge(server, fmt, []).evaluate(request_for(None))
+    assert server.requests[0].body["temperature"] == 0
+    assert "temperature" not in server.requests[1].body  # unset: the server's default
+
+
+async def test_a_model_that_rejects_the_temperature_gets_its_default(server):
+    rejected = "Unsupported value: 'temperature' does not support 0 with this model. Only the default (1) value is supported."
+    server.push(fail(400, rejected), verdict(False, "missing tests"))
+    first = await judge(server, "openai", [], env={"JUDGE_TEMPERATURE": "0"}).evaluate(request_for(None))
+    assert first.ok is False and first.reason == "missing tests"
+    assert "temperature" in server.requests[0].body and "temperature" not in server.requests[1].body
+    assert "response_format" in server.requests[1].body  # only the rejected field is dropped
+
+
+@pytest.mark.parametrize("raw", ["hot", "-1", "2.5"])
+async def test_a_bad_temperature_is_a_clear_hook_error(server, raw):
+    bad = judge(server, "openai", [], env={"JUDGE_TEMPERATURE": raw})
+    with pytest.raises(HookError, match=rf"JUDGE_TEMPERATURE must be a number from 0 to 2, got '{raw}'"):
+        await bad.evaluate(request_for(None))
+    assert server.requests == []

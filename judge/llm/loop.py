@@ -12,7 +12,8 @@ output) is only sent with ``tool_choice: none`` - the repair turn, or after the 
 limit - so a server that enforces it as a grammar cannot block a tool call. A tool call
 the model WRITES as text (:mod:`judge.llm.text_tools`) is run like a structured one and
 its result comes back as a user message; it wins over a verdict in the same reply until
-the round limit.
+the round limit. A call that repeats an earlier one is not run again, and a transcript
+read in full ends the reading (:mod:`judge.llm.reading`): the next turn is the verdict.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from judge.decision import PromptVerdict, Usage, answer_from_object
 from judge.errors import HookError
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
+from judge.llm.reading import ALL_READ, REPEATED, ReadLog
 from judge.llm.retry import call_with_retries
 from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
 from judge.llm.tools import TranscriptTools
@@ -161,11 +163,33 @@ def _tool_result(text: str) -> str:
 
 
 async def _run_tools(
-    tools: TranscriptTools, calls: Sequence[tuple[str, dict[str, Any] | None]], executor: Executor | None
-) -> list[str]:
+    tools: TranscriptTools,
+    calls: Sequence[tuple[str, dict[str, Any] | None]],
+    executor: Executor | None,
+    log: ReadLog,
+) -> list[str | None]:
+    """Each call's output, or None for a call that repeats an earlier one (not run)."""
     loop = asyncio.get_running_loop()
-    runs = (loop.run_in_executor(executor, tools.call, name, args) for name, args in calls)
-    return list(await asyncio.gather(*runs))
+    fresh = [i for i, (name, args) in enumerate(calls) if not log.is_repeat(name, args)]
+    runs = (loop.run_in_executor(executor, tools.call, *calls[i]) for i in fresh)
+    outputs: list[str | None] = [None] * len(calls)
+    for i, output in zip(fresh, await asyncio.gather(*runs), strict=True):
+        log.record(*calls[i], output)
+        outputs[i] = output
+    return outputs
+
+
+def _results(outputs: list[str | None], log: ReadLog) -> tuple[list[str], bool]:
+    """The tool results the model sees, and whether to ask for the verdict next.
+
+    Calls that were all repeats, or a transcript now read in full, end the reading: the
+    last result then says so, and the next request is the final (schema) turn.
+    """
+    results = [REPEATED if output is None else _tool_result(output) for output in outputs]
+    lines = log.all_read()
+    if lines is not None:
+        results[-1] += "\n\n" + ALL_READ.format(lines=lines)
+    return results, lines is not None or all(output is None for output in outputs)
 
 
 def _first_call(tools: TranscriptTools | None) -> str | None:
@@ -197,19 +221,22 @@ class JudgementTrace:
 
 
 async def _text_tool_round(
-    tools: TranscriptTools, calls: list[TextToolCall], trace: JudgementTrace, executor: Executor | None
-) -> str:
-    """Run the valid text tool calls; the user message holding every call's result."""
-    runnable = [(c.name, c.arguments) for c in calls if c.error is None]
-    outputs = iter(await _run_tools(tools, runnable, executor))
-    results: list[str] = []
-    for c in calls:
-        if c.error is not None:
-            results.append(f"Error: {c.error}")
-        else:
-            results.append(_tool_result(next(outputs)))
-            trace.tool_calls.append(f"text:{c.name}")
-    return results_message(calls, results)
+    tools: TranscriptTools,
+    calls: list[TextToolCall],
+    trace: JudgementTrace,
+    executor: Executor | None,
+    log: ReadLog,
+) -> tuple[str, bool]:
+    """Run the valid text tool calls: the user message holding every call's result, and
+    whether to ask for the verdict next (see :func:`_results`)."""
+    runnable = [c for c in calls if c.error is None]
+    outputs = await _run_tools(tools, [(c.name, c.arguments) for c in runnable], executor, log)
+    ran = zip(runnable, outputs, strict=True)
+    trace.tool_calls.extend(f"text:{c.name}" for c, out in ran if out is not None)
+    shown, done = _results(outputs, log) if runnable else ([], False)
+    answers = iter(shown)
+    results = [f"Error: {c.error}" if c.error is not None else next(answers) for c in calls]
+    return results_message(calls, results), done
 
 
 async def run_judgement(
@@ -241,6 +268,7 @@ async def run_judgement(
     repaired = False
     final_turn = False
     nudged = not evidence_first
+    log = ReadLog()
     while True:
         # Tools and the answer schema never share a request: while a tool may be called,
         # the answer is free text (providers send the verdict schema only with "none").
@@ -256,11 +284,11 @@ async def run_judgement(
             allowed = tools is not None and rounds < max_tool_rounds and not final_turn
             messages.append(Message("assistant", completion.text, completion.tool_calls))
             if allowed and tools is not None:
-                outputs = await _run_tools(
-                    tools, [(c.name, c.arguments) for c in completion.tool_calls], executor
-                )
-                results = [_tool_result(r) for r in outputs]
-                trace.tool_calls.extend(c.name for c in completion.tool_calls)
+                calls = completion.tool_calls
+                outputs = await _run_tools(tools, [(c.name, c.arguments) for c in calls], executor, log)
+                results, final_turn = _results(outputs, log)
+                ran = zip(calls, outputs, strict=True)
+                trace.tool_calls.extend(c.name for c, out in ran if out is not None)
                 rounds += 1
             else:
                 if repaired:
@@ -274,7 +302,8 @@ async def run_judgement(
         if written and tools is not None and rounds < max_tool_rounds and not final_turn:
             # A tool call written as text wins over a verdict in the same reply.
             messages.append(Message("assistant", completion.text))
-            messages.append(Message("user", await _text_tool_round(tools, written, trace, executor)))
+            answer, final_turn = await _text_tool_round(tools, written, trace, executor, log)
+            messages.append(Message("user", answer))
             rounds += 1
             continue
         unread = tools is not None and not trace.tool_calls
