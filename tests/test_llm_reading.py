@@ -135,7 +135,7 @@ async def test_a_repeated_call_is_not_run_and_asks_for_the_verdict(server, fmt, 
     server.push(again, call("ReadFile", filePath=str(path), startLine=5, endLine=15), verdict(True))
     traces: list[JudgementTrace] = []
     assert (await judge(server, fmt, traces).evaluate(request_for(path))).ok is True
-    first, second, third = server.requests
+    _, second, third = server.requests
     assert "    20\tstep 20" in second.tool_results[0] and not is_final_turn(fmt, second.body)
     assert third.tool_results[-1] == REPEATED and is_final_turn(fmt, third.body)
     assert traces[0].tool_calls == ["ReadFile"]  # the repeat was not run

@@ -32,6 +32,7 @@ from judge.llm.reading import ALL_READ, REPEATED, ReadLog
 from judge.llm.retry import call_with_retries
 from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
 from judge.llm.tools import TranscriptTools
+from judge.llm.tools.read_file import DEFAULT_WINDOW
 
 MAX_TOOL_ROUNDS = 10
 CONTEXT_TAG = "hook_context"
@@ -110,6 +111,10 @@ NUDGE_TOOLS = (
 NUDGE_TEXT_TOOLS = (
     "You have not read the transcript yet, so that is not a verdict. Read it now: reply with "
     "only this tool call, nothing else:\n{call}"
+)
+SUPPLIED = (
+    "You still have not read the transcript, so the judge read its first lines for you:\n\n"
+    "{result}\n\nDecide from what the transcript shows, not from the final answer alone."
 )
 NO_MORE_TOOLS_TEXT = (
     "No more tool calls are allowed: that call was not run. Reply with only the verdict JSON "
@@ -205,12 +210,25 @@ def _nudge(tools: TranscriptTools, text_tools: bool) -> str:
     return NUDGE_TEXT_TOOLS.format(call=call) if text_tools and call else NUDGE_TOOLS
 
 
+async def _supplied_read(
+    tools: TranscriptTools, trace: JudgementTrace, executor: Executor | None, log: ReadLog
+) -> tuple[str, bool]:
+    """The transcript's first window, read by the judge for a model that would not read
+    it: the user message, and whether that was all of it (then the verdict is next)."""
+    arguments: dict[str, Any] = {"filePath": str(tools.path), "startLine": 1, "endLine": DEFAULT_WINDOW}
+    outputs = await _run_tools(tools, [("ReadFile", arguments)], executor, log)
+    (shown,), done = _results(outputs, log)
+    trace.tool_calls.append("judge:ReadFile")
+    return SUPPLIED.format(result=shown), done
+
+
 @dataclass
 class JudgementTrace:
     """What happened during one judgement (for benchmarks and tests).
 
     ``tool_calls`` lists the tools run, in order, as ``"ReadFile"`` for a structured
-    call and ``"text:ReadFile"`` for a call the model wrote as text; ``verdict`` is set
+    call, ``"text:ReadFile"`` for a call the model wrote as text and ``"judge:ReadFile"``
+    for the read the judge made itself for a model that would not read (evidence first); ``verdict`` is set
     when the judgement ended with a parsed verdict (it did not if it raised).
     """
 
@@ -253,7 +271,8 @@ async def run_judgement(
 ) -> PromptVerdict:
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
 
-    ``evidence_first``: an answer given before anything was read is sent back once.
+    ``evidence_first``: an answer given before anything was read is sent back once with
+    the call to make; a second one gets the first lines, read by the judge itself.
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
     """
@@ -267,7 +286,7 @@ async def run_judgement(
     rounds = 0
     repaired = False
     final_turn = False
-    nudged = not evidence_first
+    nudged = False
     log = ReadLog()
     while True:
         # Tools and the answer schema never share a request: while a tool may be called,
@@ -307,12 +326,18 @@ async def run_judgement(
             rounds += 1
             continue
         unread = tools is not None and not trace.tool_calls
-        if unread and tools is not None and not nudged and not final_turn and rounds < max_tool_rounds:
+        if unread and tools is not None and evidence_first and not final_turn and rounds < max_tool_rounds:
             # Evidence first: an answer (or a plan) before anything was read is sent back
-            # once, so the verdict rests on the transcript.
-            nudged = True
+            # once with the call to make; a second one gets the transcript's first lines,
+            # read by the judge itself, so the verdict rests on the transcript.
             messages.append(Message("assistant", completion.text or "(empty reply)"))
-            messages.append(Message("user", _nudge(tools, text_tools)))
+            if not nudged:
+                nudged = True
+                messages.append(Message("user", _nudge(tools, text_tools)))
+            else:
+                supplied, final_turn = await _supplied_read(tools, trace, executor, log)
+                messages.append(Message("user", supplied))
+                rounds += 1
             continue
         verdict = find_verdict(completion.text)
         if verdict is not None:
