@@ -153,3 +153,23 @@ async def test_a_repeated_text_call_is_not_run_either(server, fmt, tmp_path):
     assert "Not run again" in sent and "step 70" not in sent
     assert is_final_turn(fmt, third.body)
     assert traces[0].tool_calls == ["text:GrepSearch"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_verdict_cut_off_in_the_schema_turn_still_decides(server, fmt, tmp_path):
+    path = lines_file(tmp_path, 10)
+    rambling = '{"ok": false, "reason": "Step 3 failed. Step 3 failed. Step 3 fa'
+    server.push(call("ReadFile", filePath=str(path), startLine=1, endLine=100), say(rambling))
+    result = await judge(server, fmt, []).evaluate(request_for(path))
+    assert (result.ok, result.reason) == (False, "Step 3 failed. Step 3 failed. Step 3 fa [...]")
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_outside_the_schema_turn_a_cut_off_verdict_gets_the_repair_turn(server, fmt, tmp_path):
+    path = lines_file(tmp_path, 300)  # not read in full: the turn after the read offers tools
+    cut = '{"ok": true, "reason": "all goo'
+    server.push(call("ReadFile", filePath=str(path), startLine=1, endLine=10), say(cut), verdict(False, "No."))
+    result = await judge(server, fmt, []).evaluate(request_for(path))
+    assert (result.ok, result.reason) == (False, "No.")
+    assert len(server.requests) == 3

@@ -177,9 +177,11 @@ async def test_an_answer_before_reading_is_sent_back_once(server, fmt, transcrip
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(transcript))
     assert result.ok is False and len(server.requests) == 3
-    nudge = last_user_text(server.requests[1])
-    assert "You have not read the transcript yet" in nudge
-    assert written("ReadFile", filePath=str(transcript), startLine=1, endLine=100) in nudge
+    nudged = server.requests[1]
+    assert "Before you answer, read the transcript" in last_user_text(nudged)
+    assert written("ReadFile", filePath=str(transcript), startLine=1, endLine=100) in last_user_text(nudged)
+    # the answer given before reading is dropped: a small model would repeat it after reading
+    assert [m["role"] for m in nudged.messages if m["role"] != "system"] == ["user", "user"]
     assert traces[0].tool_calls == ["text:GrepSearch"]
 
 

@@ -33,6 +33,7 @@ from judge.llm.retry import call_with_retries
 from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.read_file import DEFAULT_WINDOW
+from judge.llm.truncated import cut_off_verdict
 
 MAX_TOOL_ROUNDS = 10
 CONTEXT_TAG = "hook_context"
@@ -105,15 +106,14 @@ Your last reply was not a valid verdict. Reply with only one JSON object: \
 
 NO_MORE_TOOLS = "Error: no more tool calls are allowed. Reply with the verdict JSON now."
 NUDGE_TOOLS = (
-    "You have not read the transcript yet, so that is not a verdict. Call ReadFile now to "
-    "read it (or GrepSearch to search it) and decide only from what it shows."
+    "Before you answer, read the transcript: call ReadFile now (or GrepSearch to search it) "
+    "and decide only from what it shows."
 )
 NUDGE_TEXT_TOOLS = (
-    "You have not read the transcript yet, so that is not a verdict. Read it now: reply with "
-    "only this tool call, nothing else:\n{call}"
+    "Before you answer, read the transcript: reply with only this tool call, nothing else:\n{call}"
 )
 SUPPLIED = (
-    "You still have not read the transcript, so the judge read its first lines for you:\n\n"
+    "Before you answer, read the transcript. Its first lines, read for you:\n\n"
     "{result}\n\nDecide from what the transcript shows, not from the final answer alone."
 )
 NO_MORE_TOOLS_TEXT = (
@@ -271,8 +271,9 @@ async def run_judgement(
 ) -> PromptVerdict:
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
 
-    ``evidence_first``: an answer given before anything was read is sent back once with
-    the call to make; a second one gets the first lines, read by the judge itself.
+    ``evidence_first``: an answer given before anything was read is dropped and the model
+    asked to read (with the call to make); after a second one the judge reads the first
+    lines itself and hands them over.
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
     """
@@ -327,19 +328,23 @@ async def run_judgement(
             continue
         unread = tools is not None and not trace.tool_calls
         if unread and tools is not None and evidence_first and not final_turn and rounds < max_tool_rounds:
-            # Evidence first: an answer (or a plan) before anything was read is sent back
-            # once with the call to make; a second one gets the transcript's first lines,
-            # read by the judge itself, so the verdict rests on the transcript.
-            messages.append(Message("assistant", completion.text or "(empty reply)"))
+            # Evidence first: an answer (or a plan) before anything was read is dropped -
+            # kept, a small model repeats it word for word after reading - and the model
+            # is asked to read, with the call to make; a second one gets the transcript's
+            # first lines, read by the judge itself, so the verdict rests on the transcript.
             if not nudged:
                 nudged = True
                 messages.append(Message("user", _nudge(tools, text_tools)))
             else:
                 supplied, final_turn = await _supplied_read(tools, trace, executor, log)
+                if messages[-1].content == _nudge(tools, text_tools):
+                    messages.pop()  # the unheeded request to read gives way to the lines
                 messages.append(Message("user", supplied))
                 rounds += 1
             continue
         verdict = find_verdict(completion.text)
+        if verdict is None and final_turn:
+            verdict = cut_off_verdict(completion.text)  # the schema turn ran into the cap
         if verdict is not None:
             ok, reason = verdict
             trace.verdict = ok
