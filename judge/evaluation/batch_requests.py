@@ -193,6 +193,8 @@ def _static_reason(
     if any(hook.evidence == "required" for _, _, hook in hooks):
         return "evidence: required (unverified citations need a re-ask turn)", None
     for _, _, hook in hooks:
+        if not isinstance(hook.model, str):
+            return "a model cascade (its stages run one after another)", None
         try:
             model = resolve_model(hook.model, suite.config.models, env)
         except ValueError:
@@ -227,6 +229,8 @@ def _add_requests(
     """The keys of ``requests`` added to ``plan`` (or why the case goes the normal way)."""
     keys: list[str] = []
     for request in requests:
+        if not isinstance(request.hook.model, str):
+            return "a model cascade (its stages run one after another)"
         model = resolve_model(request.hook.model, request.models, env)
         try:
             provider = _provider(plan, model.provider, model.name, env)

@@ -83,13 +83,16 @@ def _hook_findings(
 ) -> list[Finding]:
     found: list[Finding] = []
     if hook.type == "prompt":
-        problem = model_problem(hook.model, env, config.base_dir)
-        if problem:
-            found.append(Finding("error", f"{where}.model", problem))
+        cascade = len(hook.models) > 1
+        for stage, model in enumerate(hook.models):
+            problem = model_problem(model, env, config.base_dir)
+            if problem:
+                found.append(Finding("error", f"{where}.model" + (f"[{stage}]" if cascade else ""), problem))
         errors, warnings = template_problems(hook.prompt or "", event, agent, config.base_dir)
         found += [Finding("error", f"{where}.prompt", m) for m in errors]
         found += [Finding("warning", f"{where}.prompt", m) for m in warnings]
-        if hook.evidence == "required" and cannot_cite(hook.model, config.models, env):
+        models = hook.model if isinstance(hook.model, tuple) else (hook.model,)
+        if hook.evidence == "required" and any(cannot_cite(m, config.models, env) for m in models):
             found.append(
                 Finding(
                     "warning",
