@@ -31,3 +31,10 @@ class HookError(JudgeError):
     def __init__(self, message: str, model: str | None = None) -> None:
         super().__init__(message)
         self.model = model
+
+
+class StateUnavailable(JudgeError, OSError):
+    """The state store (SQLite file or PostgreSQL database) cannot be opened or used.
+
+    The service answers hook requests that needed it per the hooks' ``failMode``.
+    """
