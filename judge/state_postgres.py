@@ -52,8 +52,13 @@ POOL_SIZE_ENV = "JUDGE_STATE_POOL_SIZE"
 DEFAULT_POOL_SIZE = 20
 #: Seconds to connect to the server (libpq's connect_timeout).
 CONNECT_TIMEOUT = 10
-#: Longest wait for a free pooled connection.
+#: Longest wait for a free pooled connection while the database answers...
 POOL_WAIT = 30.0
+#: ...and once a call failed to reach it (until one succeeds again): requests are then
+#: answered per failMode at once instead of each waiting for the outage to end.
+DOWN_WAIT = 1.0
+#: Longest wait of a readiness check (``GET /readyz``).
+PING_WAIT = 2.0
 #: TCP keepalives: a replica's connection to a vanished host is noticed in about a minute.
 _CONNECTION_KWARGS: dict[str, Any] = {
     "autocommit": True,
@@ -126,6 +131,8 @@ class PostgresStore:
         )
         self.pool.open(wait=False)
         self._queue = LocalQueue()
+        #: The last call could not reach the database (shortens the pool wait).
+        self.down = False
 
     def describe(self) -> str:
         return self.name
@@ -136,20 +143,29 @@ class PostgresStore:
     # -- connections ------------------------------------------------------------------
 
     @contextmanager
-    def _conn(self) -> Iterator[Conn]:
+    def _conn(self, wait: float | None = None) -> Iterator[Conn]:
         """The current round's connection, else a pooled one (autocommit)."""
         held = _ROUND.get()
         try:
             if held is not None and held[0] == id(self):
                 yield held[1]
             else:
-                with self.pool.connection() as conn:
+                with self.pool.connection(timeout=wait or self._wait()) as conn:
                     yield conn
         except psycopg.Error as exc:  # the pool's errors (PoolTimeout) are psycopg errors too
-            raise StateUnavailable(f"state database {self.name}: {_message(exc)}") from None
+            raise self._unavailable(exc) from None
+        self.down = False
+
+    def _wait(self) -> float:
+        return DOWN_WAIT if self.down else POOL_WAIT
+
+    def _unavailable(self, exc: psycopg.Error, what: str = "") -> StateUnavailable:
+        if isinstance(exc, psycopg.OperationalError):  # unreachable, dropped, pool timeout
+            self.down = True
+        return StateUnavailable(f"state database {self.name}: {what}{_message(exc)}")
 
     def ping(self) -> None:
-        with self._conn() as conn:
+        with self._conn(PING_WAIT) as conn:
             conn.execute("SELECT 1").fetchone()
 
     # -- Stop rounds ----------------------------------------------------------------------
@@ -169,9 +185,9 @@ class PostgresStore:
 
     def _begin_round(self, key: str, wait: float) -> Conn:
         try:
-            conn = self.pool.getconn()
+            conn = self.pool.getconn(timeout=self._wait())
         except psycopg.Error as exc:
-            raise StateUnavailable(f"state database {self.name}: {_message(exc)}") from None
+            raise self._unavailable(exc) from None
         try:
             conn.autocommit = False
             conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(int(wait * 1000), 1)}ms",))
@@ -184,7 +200,8 @@ class PostgresStore:
             ) from None
         except psycopg.Error as exc:
             self._end_round(conn, False)
-            raise StateUnavailable(f"state database {self.name}: {_message(exc)}") from None
+            raise self._unavailable(exc) from None
+        self.down = False
         return conn
 
     def _end_round(self, conn: Conn, commit: bool) -> None:
@@ -198,9 +215,7 @@ class PostgresStore:
             conn.autocommit = True
         except psycopg.Error as exc:
             if commit:
-                raise StateUnavailable(
-                    f"state database {self.name}: the Stop round could not be saved: {_message(exc)}"
-                ) from None
+                raise self._unavailable(exc, "the Stop round could not be saved: ") from None
         finally:
             self.pool.putconn(conn)
 

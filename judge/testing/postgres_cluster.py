@@ -3,8 +3,9 @@
 Uses the server binaries of Debian's ``postgresql`` package (``/usr/lib/postgresql/*/bin``,
 else ``initdb`` on ``PATH``). PostgreSQL refuses to run as root, so as root the cluster
 runs as ``nobody`` (``JUDGE_PG_USER`` to choose another user). It listens only on a unix
-socket inside its folder (no TCP port), with durability off (fsync, synchronous commit):
-fast, and gone with the folder.
+socket inside its folder (no TCP port). By default ``fsync`` is off: commits survive the
+server's crash or immediate stop, not the machine's; ``durable=True`` keeps PostgreSQL's
+own defaults (what a benchmark should measure). Gone with its folder.
 
     with PostgresCluster() as cluster:
         url = cluster.create_database("t1")   # postgresql://judge@/t1?host=/tmp/...
@@ -61,7 +62,8 @@ def _tail(text: str, lines: int = 6) -> str:
 class PostgresCluster:
     """One cluster: :meth:`start` it, :meth:`url` / :meth:`create_database`, :meth:`stop`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bin = server_bin()
         self.folder = Path(tempfile.mkdtemp(prefix="judge-pg-"))
         self.data = self.folder / "data"
@@ -102,12 +104,7 @@ class PostgresCluster:
             if init.returncode != 0:
                 problem = _tail(init.stderr + init.stdout)
                 raise ClusterUnavailable(f"initdb failed ({init.returncode}): {problem}")
-            options = (
-                f"-c listen_addresses= -c unix_socket_directories={self.folder} -c port={PORT} "
-                "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-            )
-            started = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                                "-o", options, "start", timeout=90)  # fmt: skip
+            started = self._start()
             if started.returncode != 0:
                 log = self.log.read_text(errors="replace") if self.log.exists() else ""
                 raise ClusterUnavailable(
@@ -121,6 +118,15 @@ class PostgresCluster:
             self.stop()
             raise
         return self
+
+    def _options(self) -> str:
+        options = f"-c listen_addresses= -c unix_socket_directories={self.folder} -c port={PORT} "
+        options += "-c max_connections=200"
+        return options if self.durable else options + " -c fsync=off -c full_page_writes=off"
+
+    def _start(self) -> subprocess.CompletedProcess[str]:
+        return self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
+                         "-o", self._options(), "start", timeout=90)  # fmt: skip
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@/{database}?host={self.folder}&port={PORT}"
@@ -146,9 +152,7 @@ class PostgresCluster:
 
     def restart(self) -> None:
         """Start the server again after ``stop(keep=True)`` (the same data)."""
-        options = f"-c listen_addresses= -c unix_socket_directories={self.folder} -c port={PORT} -c fsync=off"
-        started = self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                            "-o", options, "start", timeout=90)  # fmt: skip
+        started = self._start()
         if started.returncode != 0:
             raise ClusterUnavailable(f"the PostgreSQL server did not restart: {_tail(started.stderr)}")
 
