@@ -50,6 +50,7 @@ except ImportError as _missing:  # pragma: no cover - depends on the install
 
 POOL_SIZE_ENV = "JUDGE_STATE_POOL_SIZE"
 DEFAULT_POOL_SIZE = 20
+MIN_POOL_SIZE = 4
 #: Seconds to connect to the server (libpq's connect_timeout).
 CONNECT_TIMEOUT = 10
 #: Longest wait for a free pooled connection while the database answers...
@@ -121,7 +122,8 @@ class PostgresStore:
             raise StateUnavailable(f"cannot use the state database {self.name}: {_message(exc)}") from None
         self.pool = ConnectionPool(
             url,
-            min_size=1,
+            # Kept open (opening one costs a server process: tens of ms, more under load).
+            min_size=min(MIN_POOL_SIZE, size),
             max_size=size,
             kwargs=_CONNECTION_KWARGS,
             timeout=POOL_WAIT,

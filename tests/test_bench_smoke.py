@@ -73,3 +73,11 @@ def test_command_hooks_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench("bench_command_hooks").main(["--n", "2"]) == 0
     out = capsys.readouterr().out
     assert "bare bash -c true (baseline)" in out and "sandboxed, PID namespace" in out
+
+
+def test_service_replicas_smallest(capsys: pytest.CaptureFixture[str], postgres: object) -> None:
+    """Needs the PostgreSQL server binaries (the ``postgres`` fixture skips without them)."""
+    args = ["--seconds", "0.5", "--sessions", "2", "--replicas", "2", "--warmup", "0", "--latency", "0"]
+    assert bench("bench_service_replicas").main(args) == 0
+    out = capsys.readouterr().out
+    assert "PostgreSQL, 2 replicas" in out and "SQLite, 1 process" in out

@@ -40,6 +40,10 @@ AGENT = {
 }
 
 
+def _serve_args(folder: Path, url: str) -> list[str]:
+    return ["--config", str(folder / "agent.yaml"), "--data-dir", str(folder / "data"), "--state", url]
+
+
 def _stop(service: Service, session: str, **extra: Any) -> dict[str, Any]:
     status, decision = service.request(
         "POST", "/api/v2/hooks/Stop", {"final_output": "done", "session_id": session, **extra}
@@ -56,15 +60,8 @@ def replicas(postgres: PostgresCluster, tmp_path_factory: pytest.TempPathFactory
         for i in range(3):
             folder = tmp_path_factory.mktemp(f"replica{i}")
             (folder / "agent.yaml").write_text(REPLICA_CONFIG)
-            args = [
-                "--config",
-                str(folder / "agent.yaml"),
-                "--data-dir",
-                str(folder / "data"),
-                "--state",
-                url,
-            ]
-            started.append(Service(folder, args).start())
+            workers = ["--workers", "2"] if i == 0 else []  # the worker processes' path too
+            started.append(Service(folder, [*_serve_args(folder, url), *workers]).start())
         yield started
     finally:
         for service in started:
@@ -196,15 +193,7 @@ def test_database_down_mid_request_answers_per_fail_mode(tmp_path: Path, hook_wr
         (hook_writable / "hold").touch()
         os.mkfifo(hook_writable / "go")
         os.chmod(hook_writable / "go", 0o666)
-        args = [
-            "--config",
-            str(tmp_path / "agent.yaml"),
-            "--data-dir",
-            str(tmp_path / "data"),
-            "--state",
-            url,
-        ]
-        service = Service(tmp_path, args).start()
+        service = Service(tmp_path, _serve_args(tmp_path, url)).start()
         try:
             _down_mid_request(service, cluster, hook_writable)
         finally:
