@@ -17,9 +17,10 @@ Rows:
   in order.
 
 The PostgreSQL server is a throw-away cluster with PostgreSQL's durable defaults (fsync
-on). On a 2-CPU machine the load generator, the model server, PostgreSQL and the
-services share the CPUs: the figures are a floor, and CPU per request (services plus
-PostgreSQL) says where the time goes.
+on: every commit waits for its WAL flush), or with ``--no-fsync``. On a 2-CPU machine
+the load generator, the model server, PostgreSQL and the services share the CPUs: the
+figures are a floor, and CPU per request (services plus PostgreSQL) says where the time
+goes.
 
     .venv/bin/python bench/bench_service_replicas.py [--seconds 10] [--sessions 50] [--replicas 4]
 """
@@ -192,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--max-rejections", type=int, default=5, help="the hook's maxRejections (default 5)")
     parser.add_argument("--warmup", type=float, default=2.0, help="uncounted load first, s (default 2)")
+    parser.add_argument(
+        "--no-fsync", action="store_true", help="PostgreSQL with fsync off (commits not flushed to disk)"
+    )
     parser.add_argument("--requests", type=int, default=1_000_000, help="request cap per row")
     opts = parser.parse_args(argv)
     if (
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     ):
         parser.error("--seconds, --sessions, --replicas, --max-rejections and --requests must be positive")
     try:
-        cluster = PostgresCluster(durable=True).start()
+        cluster = PostgresCluster(durable=not opts.no_fsync).start()
     except ClusterUnavailable as exc:
         print(f"bench_service_replicas: no PostgreSQL server: {exc}", file=sys.stderr)
         return 1
@@ -236,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"judge serve, {opts.sessions} concurrent sessions sending Stops, model latency "
         f"{opts.latency * 1000:g} ms, maxRejections {opts.max_rejections}, {opts.seconds:g} s per row "
-        f"after {opts.warmup:g} s of warm-up; "
+        f"after {opts.warmup:g} s of warm-up; PostgreSQL fsync {'off' if opts.no_fsync else 'on'}; "
         f"{machine()}"
     )
     print(

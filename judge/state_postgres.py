@@ -192,9 +192,9 @@ class PostgresStore:
             raise self._unavailable(exc) from None
         try:
             conn.autocommit = False
+            # lock_timeout bounds this wait (and any row lock the round waits for later).
             conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{max(int(wait * 1000), 1)}ms",))
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_id(key),))
-            conn.execute("SELECT set_config('lock_timeout', '0', true)")
         except LockNotAvailable:
             self._end_round(conn, False)
             raise SessionBusy(
