@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import PYTHON, ROOT, ModelServer, machine, table
-from bench_service import tree_cpu
+from bench_service import Service, tree_cpu
 
 from judge.testing.postgres_cluster import ClusterUnavailable, PostgresCluster
 
@@ -105,8 +104,8 @@ asyncio.run(main())
 """
 
 
-class Serve:
-    """One `judge serve` process on a free port."""
+class Serve(Service):
+    """One `judge serve` process on a free port, ready once ``/readyz`` answers 200."""
 
     def __init__(self, folder: Path, extra: list[str], env: dict[str, str]) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -132,16 +131,6 @@ class Serve:
         problem = self.log.read()[-800:]
         self.stop()
         raise RuntimeError(f"judge serve did not start: {problem}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
 
 
 def postmaster_pid(cluster: PostgresCluster) -> int:
