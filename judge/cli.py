@@ -304,6 +304,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.add_argument("--model", action=ModelFlag, help="judge every prompt hook with this tier or model")
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="judge through the providers' batch APIs (cheaper, hours of latency, no tools)",
+    )
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
