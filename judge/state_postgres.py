@@ -30,7 +30,7 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from judge.errors import StateUnavailable
@@ -71,7 +71,7 @@ _CONNECTION_KWARGS: dict[str, Any] = {
     "keepalives_count": 3,
 }
 
-Conn = psycopg.Connection[Any]
+Conn: TypeAlias = "psycopg.Connection[Any]"
 #: The connection of the Stop round the current task holds, per store.
 _ROUND: ContextVar[tuple[int, Conn] | None] = ContextVar("judge_state_round", default=None)
 
@@ -295,7 +295,7 @@ class PostgresStore:
     def delete_agent(self, name: str) -> bool:
         with self._conn() as conn:
             cur = conn.execute("DELETE FROM judge_agents WHERE name = %s", (name,))
-            return cur.rowcount > 0
+            return bool(cur.rowcount > 0)
 
     def list_agents(self) -> list[str]:
         with self._conn() as conn:
