@@ -38,14 +38,15 @@ with LLMServer(latency=float(sys.argv[1]), record=False, handler=answer, default
 class ModelServer:
     """The local OpenAI/Anthropic wire-format server in a child process."""
 
-    def __init__(self, latency: float = 0.0) -> None:
+    def __init__(self, latency: float = 0.0, script: str = SERVER) -> None:
         self.latency = latency
+        self.script = script
         self.port = 0
         self._proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> ModelServer:
         self._proc = subprocess.Popen(
-            [PYTHON, "-c", SERVER, str(self.latency)],
+            [PYTHON, "-c", self.script, str(self.latency)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -123,7 +123,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from judge.config import EVENTS, load_config
     from judge.engine import Engine
     from judge.gate import Gate
-    from judge.state import Store
+    from judge.state import open_store
 
     if args.event not in EVENTS:
         _err(f"unknown event {args.event!r} (expected one of {', '.join(EVENTS)})")
@@ -152,8 +152,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         except OSError as exc:
             _err(f"cannot read the transcript: {exc}")
             return 1
+    store = None
     try:
-        store = Store(args.state) if args.state else None
+        store = open_store(args.state) if args.state else None
         audit = AuditLog(args.data_dir) if args.data_dir else None
         gate = Gate(Engine(config), store=store, audit=audit)
         decision = asyncio.run(
@@ -165,6 +166,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (OSError, sqlite3.Error) as exc:
         _err(f"cannot use the state or data dir: {exc}")
         return 1
+    finally:
+        if store is not None:
+            store.close()
     for line in decision.error_lines():
         _err(f"judge run: {line}")
     print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
@@ -243,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", help="context JSON file (default: stdin)")
     p.add_argument("--transcript", help="transcript file when the context has no execution_summary")
     p.add_argument("--session", help="session id for the Stop rejection count (needs --state)")
-    p.add_argument("--state", help="SQLite state file keeping rejection counts")
+    p.add_argument("--state", help="state keeping rejection counts: a SQLite file or postgresql://...")
     p.add_argument("--data-dir", help="write audit_log.jsonl / session_summaries.jsonl here")
     p.set_defaults(func=cmd_run)
 
@@ -253,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8080)
     p.add_argument("--data-dir", default="data", help="state DB and audit logs (default: ./data)")
     p.add_argument("--transcripts-dir", help="execution_summary paths must be inside this folder")
+    p.add_argument("--state", help="postgresql://... shared by replicas (default: SQLite in --data-dir)")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
     p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")

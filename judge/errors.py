@@ -36,3 +36,10 @@ class HookError(JudgeError):
         super().__init__(message)
         self.model = model
         self.usage = usage
+
+
+class StateUnavailable(JudgeError, OSError):
+    """The state store (SQLite file or PostgreSQL database) cannot be opened or used.
+
+    The service answers hook requests that needed it per the hooks' ``failMode``.
+    """

@@ -19,8 +19,8 @@ from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError
-from judge.session_lock import DEFAULT_WAIT_SECONDS, lock_folder, session_lock
-from judge.state import Store
+from judge.session_lock import DEFAULT_WAIT_SECONDS
+from judge.state import StateStore
 
 
 def count_key(event: str, session_id: str) -> str:
@@ -39,12 +39,12 @@ def spend_keys(session_id: str | None) -> list[str]:
 
 
 class Gate:
-    """Engine + optional :class:`Store` (rejection counts) + optional :class:`AuditLog`."""
+    """Engine + optional :class:`StateStore` (rejection counts) + optional :class:`AuditLog`."""
 
     def __init__(
         self,
         engine: Engine,
-        store: Store | None = None,
+        store: StateStore | None = None,
         audit: AuditLog | None = None,
         *,
         lock_wait: float = DEFAULT_WAIT_SECONDS,
@@ -68,7 +68,7 @@ class Gate:
         """Evaluate ``event``; Stop counts are merged with and saved to the store.
 
         With a store, the Stop rounds of one session run one at a time (across processes
-        too: see :mod:`judge.session_lock`). ``new_loop`` resets the session's count first
+        and hosts: ``StateStore.session_round``). ``new_loop`` resets the session's count first
         (a fresh stop attempt), in the same locked round. ``stop_hook_active``: the host
         says the agent is already continuing because of a Stop hook (Claude Code's flag);
         hooks then see ``stop_hook_active: true`` even when this gate's own count is 0.
@@ -79,7 +79,7 @@ class Gate:
         sid = str(sid) if sid is not None else None
         if event in STOP_EVENTS and self.store is not None and sid:
             # read count -> decide -> write count, one round of the session at a time
-            async with session_lock(lock_folder(self.store.path), count_key(event, sid), self.lock_wait):
+            async with self.store.session_round(count_key(event, sid), self.lock_wait):
                 if new_loop:
                     await asyncio.to_thread(self.store.reset, count_key(event, sid))
                 return await self._decide(event, context, transcript, sid, stop_hook_active)

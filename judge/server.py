@@ -24,11 +24,10 @@ from pathlib import Path
 import uvicorn
 
 from judge.config import Config
-from judge.errors import ConfigError
+from judge.errors import ConfigError, StateUnavailable
 from judge.server_app import (
     DEFAULT_MAX_BODY,
     SETTINGS_ENV,
-    STATE_DB,
     TOKEN_ENV,
     ServerSettings,
     configure_logging,
@@ -122,6 +121,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         max_body=max_body,
         api_token=os.environ.get(TOKEN_ENV) or None,
         max_connections=_max_connections(getattr(args, "max_connections", None)),
+        state=getattr(args, "state", None) or None,
         **timeouts,
     )
 
@@ -175,9 +175,13 @@ def serve_main(args: argparse.Namespace) -> int:
         # Built here even for --workers N: it opens the state database, so a broken one is
         # reported now rather than in every worker.
         app = create_app(settings)
+    except StateUnavailable as exc:
+        _err(f"judge serve: {exc}")
+        return 1
     except (sqlite3.Error, OSError) as exc:
         _err(f"cannot open the state database in {settings.data_dir}: {exc}")
         return 1
+    store = app.state.service.store
     try:
         sock = bind_socket(args.host, args.port)
     except OSError as exc:
@@ -192,7 +196,7 @@ def serve_main(args: argparse.Namespace) -> int:
     )
     _err(f"judge serve: listening on http://{host}:{port}")
     _err(
-        f"judge serve: state {settings.data_dir / STATE_DB}, audit logs in {settings.data_dir}, "
+        f"judge serve: state {store.describe()}, audit logs in {settings.data_dir}, "
         f"transcripts dir {settings.transcripts_dir or 'none (execution_summary paths refused)'}, "
         f"max body {settings.max_body} bytes, {auth}, {workers} worker(s)"
     )
@@ -204,6 +208,7 @@ def serve_main(args: argparse.Namespace) -> int:
     _keep_signals_quiet()
     try:
         if workers > 1:
+            store.close()  # each worker opens its own
             _run_workers(args.config, settings, sock, workers)
         else:
             config = uvicorn.Config(

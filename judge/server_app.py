@@ -3,10 +3,11 @@
 Endpoints (handlers in :mod:`judge.server_service`):
 
 * ``GET /healthz`` — liveness, never authenticated;
+* ``GET /readyz`` — readiness: 200 when the state store answers, else 503; never authenticated;
 * ``GET /openapi.json`` — the OpenAPI document (:mod:`judge.server_openapi`), never authenticated;
 * ``GET /ui`` — the live view's page (:mod:`judge.server_ui`; it holds no data), never authenticated;
 * ``PUT|GET|DELETE /api/v2/extendedAgent/agents/{name}`` — custom agents, stored in
-  the SQLite state database of the data dir; ``GET /api/v2/extendedAgent/agents`` lists them;
+  the state store (:mod:`judge.server_state`); ``GET /api/v2/extendedAgent/agents`` lists them;
 * ``POST /api/v2/hooks/{event}`` — the context JSON (plus optional inline ``transcript``
   and ``session_id``) in, the decision object of INTERFACES §4 out.
 
@@ -15,7 +16,7 @@ they are read and checked before any hook runs (:mod:`judge.server_bodies`).
 ``execution_summary`` paths must resolve inside ``transcripts_dir``
 (:mod:`judge.server_files`). Blocking work (SQLite, files) runs in threads, so a hook
 waiting on its provider never blocks other requests. Stop rounds of one session run one
-at a time (:mod:`judge.server_locks`). One JSON line per request goes to the
+at a time, across replicas too (``StateStore.session_round``). One JSON line per request goes to the
 ``judge.server.access`` logger.
 """
 
@@ -52,7 +53,6 @@ from judge.server_bodies import (
 )
 from judge.server_files import confine_path, remove_private, sweep_private_folders, write_private
 from judge.server_limits import BodyDeadline, ConnectionLimits, configure
-from judge.server_locks import SessionLocks
 from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
 from judge.server_openapi import openapi_document
 from judge.server_service import STATE_DB, ServerSettings, Service
@@ -68,7 +68,6 @@ __all__ = [
     "ApiError",
     "ServerSettings",
     "Service",
-    "SessionLocks",
     "app_from_env",
     "configure_logging",
     "confine_path",
@@ -82,7 +81,7 @@ __all__ = [
 #: Environment variable holding the bearer token; unset or empty means no auth.
 TOKEN_ENV = "JUDGE_API_TOKEN"
 #: Paths answered without a token.
-PUBLIC_PATHS = ("/healthz", "/openapi.json", "/ui")
+PUBLIC_PATHS = ("/healthz", "/readyz", "/openapi.json", "/ui")
 
 
 # ---------------------------------------------------------------------------
@@ -208,6 +207,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
     handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, handler, list[str]]] = [
         ("/healthz", service.healthz, ["GET"]),
+        ("/readyz", service.readyz, ["GET"]),
         ("/openapi.json", _openapi, ["GET"]),
         ("/metrics", service.prometheus, ["GET"]),
         ("/ui", ui_page, ["GET"]),
@@ -250,6 +250,7 @@ def settings_to_env(config_path: str | None, settings: ServerSettings) -> str:
             "header_timeout": settings.header_timeout,
             "body_timeout": settings.body_timeout,
             "max_connections": settings.max_connections,
+            "state": settings.state,
         }
     )
 
@@ -269,6 +270,7 @@ def app_from_env() -> Starlette:
         header_timeout=float(raw["header_timeout"]),
         body_timeout=float(raw["body_timeout"]),
         max_connections=raw["max_connections"],
+        state=raw.get("state"),
     )
     configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
     return create_app(settings)

@@ -12,7 +12,9 @@ What is counted (names as exposed):
 - ``judge_decision_seconds{event}`` and ``judge_hook_seconds{event, type}``: histograms;
 - ``judge_tokens_total{model, kind}``: prompt-hook tokens, ``kind`` input or output;
 - ``judge_cost_usd_total{model}``: what they cost, for models with a known price;
-- ``judge_requests_rejected_total{status}``: hook requests refused with a 4xx or 5xx.
+- ``judge_requests_rejected_total{status}``: hook requests refused with a 4xx or 5xx;
+- ``judge_state_errors_total``: hook requests answered per ``failMode`` because the state
+  store could not be used (database down, pool exhausted, Stop round wait exceeded).
 
 ``agent`` is the custom agent named by the context's ``agent_name`` (empty for none).
 
@@ -72,6 +74,9 @@ class GateMetrics:
         self.rejected = Counter(
             "judge_requests_rejected", "Hook requests refused with a 4xx or 5xx", ["status"], registry=reg
         )
+        self.state_errors = Counter(
+            "judge_state_errors", "Hook requests answered per failMode: the state store failed", registry=reg
+        )
 
     def observe(self, event: str, agent: Any, decision: Decision, seconds: float) -> None:
         """Count one decision of ``event`` for the custom agent named ``agent``."""
@@ -98,6 +103,10 @@ class GateMetrics:
                     self.tokens.labels(model, "output").inc(usage.output_tokens)
                 if cost and model:
                     self.cost.labels(model).inc(cost)
+
+    def state_error(self) -> None:
+        """Count a hook request the state store failed (answered per failMode)."""
+        self.state_errors.inc()
 
     def refused(self, status: int) -> None:
         """Count a hook request answered with an error status."""

@@ -174,6 +174,17 @@ def openapi_document() -> dict[str, Any]:
                 "responses": {"200": {"description": "Alive", "content": _json(Health)}},
             }
         },
+        "/readyz": {
+            "get": {
+                "summary": "Readiness: the state store answers (never needs a token)",
+                "operationId": "readyz",
+                "security": [],
+                "responses": {
+                    "200": {"description": "Ready", "content": _json({})},
+                    "503": {"description": "The state store cannot be used", "content": _json({})},
+                },
+            }
+        },
         "/openapi.json": {
             "get": {
                 "summary": "This document (never needs a token)",
@@ -286,7 +297,7 @@ def openapi_document() -> dict[str, Any]:
                 "bearer": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "Required on every endpoint but /healthz, /openapi.json and /ui "
+                    "description": "Required on every endpoint but /healthz, /readyz, /openapi.json and /ui "
                     "when JUDGE_API_TOKEN is set.",
                 }
             },

@@ -13,12 +13,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from judge.audit import AuditLog
-from judge.config import EVENTS, STOP_EVENTS, Config, validate_custom_agent
+from judge.config import EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import PromptJudge
 from judge.decision_log import append_decision, read_recent, record_of, summarize
 from judge.engine import Engine, default_judge
-from judge.errors import ConfigError, ContextError
+from judge.errors import ConfigError, ContextError, StateUnavailable
 from judge.gate import Gate
 from judge.server_agents import AGENT_NAME, agent_from_document, agent_properties, check_name
 from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
@@ -30,12 +30,11 @@ from judge.server_files import (
     write_private,
 )
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
-from judge.server_locks import SessionLocks
 from judge.server_metrics import GateMetrics
-from judge.state import Store
+from judge.server_state import STATE_DB, fail_mode_decision, open_service_store
+from judge.session_lock import SessionBusy
 
-#: Name of the state database inside the data dir.
-STATE_DB = "state.sqlite3"
+__all__ = ["STATE_DB", "ServerSettings", "Service"]
 MAX_SESSION_ID = 256
 #: Validated custom agents kept per worker (re-validated whenever the stored body changes).
 AGENT_CACHE_SIZE = 256
@@ -56,6 +55,8 @@ class ServerSettings:
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     #: Open connections per worker; None: derived from the file descriptor limit.
     max_connections: int | None = None
+    #: ``--state``: a ``postgresql://`` URL or a SQLite file; None: ``STATE_DB`` in data_dir.
+    state: str | None = None
 
 
 class Service:
@@ -63,12 +64,11 @@ class Service:
 
     def __init__(self, settings: ServerSettings, judge: PromptJudge | None = None) -> None:
         self.settings = settings
-        self.store = Store(settings.data_dir / STATE_DB)
+        self.store = open_service_store(settings.state, settings.data_dir)
         self.audit = AuditLog(settings.data_dir)
         self.judge: PromptJudge = judge if judge is not None else default_judge()
         root = settings.transcripts_dir
         self.transcripts_root = root.resolve() if root is not None else None
-        self.sessions = SessionLocks(settings.data_dir / "locks")
         self.engine = Engine(settings.config, judge=self.judge)
         self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
         self.metrics = GateMetrics()
@@ -77,6 +77,14 @@ class Service:
 
     async def healthz(self, request: Request) -> Response:
         return json_response({"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        """Readiness: 200 when the state store answers, else 503 (take this replica out)."""
+        try:
+            await asyncio.to_thread(self.store.ping)
+        except StateUnavailable as exc:
+            return json_response({"status": "unavailable", "error": str(exc)}, 503)
+        return json_response({"status": "ready"})
 
     async def ui_summary(self, request: Request) -> Response:
         """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""
@@ -110,14 +118,20 @@ class Service:
 
     async def agent(self, request: Request) -> Response:
         handlers = {"GET": self.get_agent, "PUT": self.put_agent, "DELETE": self.delete_agent}
-        return await handlers[request.method](request)
+        try:
+            return await handlers[request.method](request)
+        except StateUnavailable as exc:
+            raise ApiError(503, str(exc)) from None
 
     async def list_agents(self, request: Request) -> Response:
         def load() -> list[dict[str, Any]]:
             found = (self.store.get_agent(n) for n in self.store.list_agents())
             return [a for a in found if a is not None]
 
-        return json_response({"agents": await asyncio.to_thread(load)})
+        try:
+            return json_response({"agents": await asyncio.to_thread(load)})
+        except StateUnavailable as exc:
+            raise ApiError(503, str(exc)) from None
 
     async def hook(self, request: Request) -> Response:
         try:
@@ -155,7 +169,7 @@ class Service:
         resolved = None
         if summary is not None:
             resolved = Path(await asyncio.to_thread(confine_path, summary, self.transcripts_root))
-        gate = Gate(await self._engine(context.get("agent_name")), self.store, self.audit)
+        engine = self.engine
         # Created here and removed in ``finally`` without awaiting: nothing of a private
         # transcript (inline, or the snapshot of an execution_summary file) outlives the
         # request, even one cancelled or timed out.
@@ -167,11 +181,15 @@ class Service:
             elif resolved is not None and folder is not None and self.transcripts_root is not None:
                 snapshot = await asyncio.to_thread(snapshot_confined, resolved, self.transcripts_root, folder)
                 context["execution_summary"] = str(snapshot)
-            if session_id is not None and event in STOP_EVENTS:
-                async with self.sessions.hold(session_id):
-                    decision = await gate.decide(event, context, transcript=path, session_id=session_id)
-            else:
+            # The gate runs the Stop rounds of one session one at a time (across replicas
+            # too: StateStore.session_round).
+            try:
+                engine = await self._engine(context.get("agent_name"))
+                gate = Gate(engine, self.store, self.audit)
                 decision = await gate.decide(event, context, transcript=path, session_id=session_id)
+            except (StateUnavailable, SessionBusy) as exc:
+                self.metrics.state_error()
+                decision = fail_mode_decision(engine, event, context, str(exc))
         except ContextError as exc:
             raise ApiError(400, str(exc)) from None
         finally:

@@ -1,5 +1,9 @@
 """One Stop round of a session at a time, across threads, tasks and processes.
 
+Stores serialise rounds through ``StateStore.session_round`` (:mod:`judge.state`): the
+SQLite store with :class:`LocalQueue` and :func:`session_lock` below, the PostgreSQL store
+with a transaction-scoped advisory lock (:mod:`judge.state_postgres`).
+
 A Stop round reads the session's rejection count, runs the hooks and stores the new
 count. Two rounds of one session side by side would both start from the same count:
 five concurrent rejected Stops with ``maxRejections: 5`` all answered "block, count 1"
@@ -34,6 +38,48 @@ _POLL_MAX = 0.05
 
 class SessionBusy(OSError):
     """Another Stop round of the session held its lock for longer than the wait."""
+
+
+def _busy(session_key: str, wait: float) -> SessionBusy:
+    return SessionBusy(
+        errno.EBUSY, f"another Stop of session {session_key!r} is still being judged (waited {wait:g} s)"
+    )
+
+
+class LocalQueue:
+    """One holder per key in this process: an :class:`asyncio.Lock` per key (dropped when
+    unused), so the rounds of one session queue in memory instead of polling a lock that
+    lives outside the process. Stores take it before their cross-process lock."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str, wait: float = DEFAULT_WAIT_SECONDS) -> AsyncIterator[float]:
+        """Hold ``key``; yields the part of ``wait`` left for the next lock."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            try:
+                async with asyncio.timeout(wait):
+                    await lock.acquire()
+            except TimeoutError:
+                raise _busy(key, wait) from None
+            try:
+                yield max(wait - (loop.time() - started), 0.001)
+            finally:
+                lock.release()
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    def __len__(self) -> int:
+        return len(self._locks)
 
 
 def lock_folder(state_path: Path) -> Path:
@@ -74,10 +120,7 @@ async def session_lock(
     delay = _POLL_FIRST
     while (fd := _try_lock(folder, path)) is None:
         if loop.time() >= give_up:
-            raise SessionBusy(
-                errno.EBUSY,
-                f"another Stop of session {session_key!r} is still being judged (waited {wait:g} s)",
-            )
+            raise _busy(session_key, wait)
         await asyncio.sleep(delay)
         delay = min(delay * 2, _POLL_MAX)
     try:

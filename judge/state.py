@@ -1,170 +1,91 @@
-"""Durable state in one SQLite file: Stop rejection counts per session, custom agents.
+"""Durable state: Stop rejection counts per session, custom agents, spending (budgets).
 
-Safe under concurrent processes: WAL mode, a busy timeout, and read-modify-write in
-``BEGIN IMMEDIATE`` transactions. A :class:`Store` can be shared between threads and
-event-loop executors: each thread keeps one connection (opening one costs about 1 ms of
-CPU: open, WAL mapping, pragmas), every call runs in autocommit or its own transaction so
-other threads and processes see each write at once, and a forked child opens its own.
+:class:`StateStore` is what the gate and the service need; two implementations:
+
+* :class:`judge.state_sqlite.SQLiteStore` — one SQLite file, the embedded default
+  (``judge run --state FILE``, ``judge claude-code``, ``judge serve`` without ``--state``);
+* :class:`judge.state_postgres.PostgresStore` — a PostgreSQL database shared by service
+  replicas on several hosts (``--state postgresql://...``); imported only when chosen.
+
+Data methods are blocking (callers run them in threads). :meth:`StateStore.session_round`
+serialises the Stop rounds of one session key across every process using the store.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sqlite3
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS rejections (
-    session_id TEXT PRIMARY KEY,
-    count INTEGER NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agents (
-    name TEXT PRIMARY KEY,
-    body TEXT NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS spend (
-    key TEXT PRIMARY KEY,
-    usd REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-"""
+from judge.errors import StateUnavailable
+from judge.state_sqlite import SQLiteStore
+
+#: Kept for callers of the first API (``from judge.state import Store``): the SQLite store.
+Store = SQLiteStore
+
+#: What ``--state`` values name a PostgreSQL database.
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+
+__all__ = ["DATABASE_SCHEMES", "SQLiteStore", "StateStore", "StateUnavailable", "Store", "open_store"]
 
 
-class Store:
-    """The state database at ``path`` (created on first use)."""
+class StateStore(Protocol):
+    """Rejection counts, spending and custom agents, with per-session Stop rounds."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # Private from the start (SQLite gives its -wal/-shm files the database's mode).
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600))
-        self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
-        self._opened_lock = threading.Lock()
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+    def describe(self) -> str:
+        """Where the state lives, for messages (never a password)."""
+        ...
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None or getattr(self._local, "pid", None) != os.getpid():
-            # check_same_thread=False only so close() can run on another thread.
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across process crashes
-            self._local.db, self._local.pid = db, os.getpid()
-            with self._opened_lock:
-                self._opened.append(db)
-        yield db
+    def ping(self) -> None:
+        """Raise when the store cannot be used now (readiness checks)."""
+        ...
 
-    def close(self) -> None:
-        """Close every thread's connection (when no call is running); later calls reopen."""
-        with self._opened_lock:
-            opened, self._opened = self._opened, []
-        for db in opened:
-            db.close()
-        self._local = threading.local()
+    def session_round(self, key: str, wait: float = ...) -> AbstractAsyncContextManager[Any]:
+        """Hold the Stop round of ``key``: one at a time across every process and host
+        using this store; :class:`judge.session_lock.SessionBusy` after ``wait`` seconds."""
+        ...
 
-    # -- Stop rejection counts ----------------------------------------------------
+    def rejection_count(self, session_id: str) -> int: ...
 
-    def rejection_count(self, session_id: str) -> int:
-        with self._connect() as db:
-            row = db.execute("SELECT count FROM rejections WHERE session_id = ?", (session_id,)).fetchone()
-        return int(row[0]) if row else 0
+    def set_rejection_count(self, session_id: str, count: int) -> None: ...
 
-    def set_rejection_count(self, session_id: str, count: int) -> None:
-        with self._connect() as db:
-            if count <= 0:
-                db.execute("DELETE FROM rejections WHERE session_id = ?", (session_id,))
-            else:
-                db.execute(
-                    "INSERT INTO rejections (session_id, count, updated_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT(session_id) DO UPDATE SET count = excluded.count, "
-                    "updated_at = excluded.updated_at",
-                    (session_id, count, time.time()),
-                )
+    def increment_rejection_count(self, session_id: str, by: int = 1) -> int: ...
 
-    def increment_rejection_count(self, session_id: str, by: int = 1) -> int:
-        """Atomically add ``by`` to the session's count (one write transaction); the new count."""
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                row = db.execute(
-                    "INSERT INTO rejections (session_id, count, updated_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT(session_id) DO UPDATE SET count = count + excluded.count, "
-                    "updated_at = excluded.updated_at RETURNING count",
-                    (session_id, by, time.time()),
-                ).fetchone()
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-        return int(row[0])
+    def reset(self, session_id: str) -> None: ...
 
-    def reset(self, session_id: str) -> None:
-        self.set_rejection_count(session_id, 0)
+    def spent(self, key: str) -> float: ...
 
-    # -- spending (budgets) -------------------------------------------------------------
+    def add_spend(self, keys: list[str], usd: float) -> None: ...
 
-    def spent(self, key: str) -> float:
-        """US dollars recorded under ``key`` (``session:<id>``, ``day:<YYYY-MM-DD>``)."""
-        with self._connect() as db:
-            row = db.execute("SELECT usd FROM spend WHERE key = ?", (key,)).fetchone()
-        return float(row[0]) if row else 0.0
+    def put_agent(self, name: str, body: dict[str, Any]) -> None: ...
 
-    def add_spend(self, keys: list[str], usd: float) -> None:
-        """Add ``usd`` to every key, atomically (one write transaction)."""
-        if usd <= 0 or not keys:
-            return
-        now = time.time()
-        with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for key in keys:
-                    db.execute(
-                        "INSERT INTO spend (key, usd, updated_at) VALUES (?, ?, ?) "
-                        "ON CONFLICT(key) DO UPDATE SET usd = usd + excluded.usd, "
-                        "updated_at = excluded.updated_at",
-                        (key, usd, now),
-                    )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+    def get_agent(self, name: str) -> dict[str, Any] | None: ...
 
-    # -- custom agents -----------------------------------------------------------------
+    def delete_agent(self, name: str) -> bool: ...
 
-    def put_agent(self, name: str, body: dict[str, Any]) -> None:
-        with self._connect() as db:
-            db.execute(
-                "INSERT INTO agents (name, body, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET body = excluded.body, "
-                "updated_at = excluded.updated_at",
-                (name, json.dumps(body), time.time()),
-            )
+    def list_agents(self) -> list[str]: ...
 
-    def get_agent(self, name: str) -> dict[str, Any] | None:
-        with self._connect() as db:
-            row = db.execute("SELECT body FROM agents WHERE name = ?", (name,)).fetchone()
-        if row is None:
-            return None
-        body: dict[str, Any] = json.loads(row[0])
-        return body
+    def close(self) -> None: ...
 
-    def delete_agent(self, name: str) -> bool:
-        with self._connect() as db:
-            cur = db.execute("DELETE FROM agents WHERE name = ?", (name,))
-            return cur.rowcount > 0
 
-    def list_agents(self) -> list[str]:
-        with self._connect() as db:
-            return [r[0] for r in db.execute("SELECT name FROM agents ORDER BY name")]
+def is_database_url(spec: str | Path) -> bool:
+    return isinstance(spec, str) and spec.lower().startswith(DATABASE_SCHEMES)
+
+
+def open_store(spec: str | Path) -> StateStore:
+    """The store named by ``spec``: a ``postgresql://`` URL or a SQLite file path.
+
+    Raises :class:`StateUnavailable` (an ``OSError``) with a readable message when it
+    cannot be opened; other URL schemes are refused rather than taken for file names.
+    """
+    if is_database_url(spec):
+        from judge.state_postgres import PostgresStore
+
+        return PostgresStore(str(spec))
+    text = str(spec)
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        raise StateUnavailable(
+            f"unsupported state URL scheme {scheme!r}: use postgresql://... or a SQLite file path"
+        )
+    return SQLiteStore(spec)

@@ -16,3 +16,11 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
     || echo "setup: could not install chromium; the browser test will be skipped" >&2
 fi
+# Debian's PostgreSQL server for the tests of `judge serve --state postgresql://...`
+# (tests/test_state_postgres*.py start a throw-away cluster; without it they are skipped
+# with the reason).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1 \
+  && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } >/dev/null 2>&1 \
+    || echo "setup: could not install postgresql; the PostgreSQL state tests will be skipped" >&2
+fi

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,3 +32,26 @@ def _sigint_disposition_restored() -> Iterator[None]:
     yield
     if signal.getsignal(signal.SIGINT) is not before and before is not None:
         signal.signal(signal.SIGINT, before)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    """A throw-away PostgreSQL cluster for the session (skipped, with why, when none can start)."""
+    from judge.testing.postgres_cluster import ClusterUnavailable, PostgresCluster
+
+    try:
+        cluster = PostgresCluster().start()
+    except ClusterUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server for these tests: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def pg_url(postgres: Any, request: pytest.FixtureRequest) -> str:
+    """The URL of a new empty database in :func:`postgres`, one per test."""
+    name = re.sub(r"[^a-z0-9_]", "_", request.node.name.lower())[:40]
+    return str(postgres.create_database(f"t{next(_DATABASES)}_{name}"))
+
+
+_DATABASES = itertools.count()

@@ -85,3 +85,11 @@ def test_cascade_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench("bench_cascade").main(["--fast-latency", "0", "--strong-latency", "0"]) == 0
     out = capsys.readouterr().out
     assert "strong alone (baseline)" in out and "cascade [fast, strong]" in out and "9/20" in out
+
+
+def test_service_replicas_smallest(capsys: pytest.CaptureFixture[str], postgres: object) -> None:
+    """Needs the PostgreSQL server binaries (the ``postgres`` fixture skips without them)."""
+    args = ["--seconds", "0.5", "--sessions", "2", "--replicas", "2", "--warmup", "0", "--latency", "0"]
+    assert bench("bench_service_replicas").main(args) == 0
+    out = capsys.readouterr().out
+    assert "PostgreSQL, 2 replicas" in out and "SQLite, 1 process" in out

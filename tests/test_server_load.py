@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from judge.server import bind_socket
-from judge.server_app import SessionLocks
+from judge.state import SQLiteStore
 from tests.test_server import Service
 
 LOAD_CONFIG = """
@@ -92,18 +92,18 @@ async def test_accepted_sockets_have_tcp_nodelay() -> None:
 
 
 # ---------------------------------------------------------------------------
-# SessionLocks
+# Stop rounds of the SQLite store (the service's one session lock)
 
 
-async def test_session_locks_serialise_one_session_across_lock_sets(tmp_path: Path) -> None:
-    """Two lock sets on one folder stand for two worker processes (flock is per open file)."""
-    folder = tmp_path / "locks"
-    first, second = SessionLocks(folder), SessionLocks(folder)
+async def test_session_rounds_serialise_one_session_across_stores(tmp_path: Path) -> None:
+    """Two stores on one file stand for two worker processes (flock is per open file)."""
+    first, second = SQLiteStore(tmp_path / "s.db"), SQLiteStore(tmp_path / "s.db")
+    folder = tmp_path / "s.db.locks"
     inside: list[str] = []
     overlaps: list[tuple[str, ...]] = []
 
-    async def round_(locks: SessionLocks, session: str, tag: str) -> None:
-        async with locks.hold(session):
+    async def round_(locks: SQLiteStore, session: str, tag: str) -> None:
+        async with locks.session_round(session):
             inside.append(tag)
             if len([t for t in inside if t.startswith(session)]) > 1:
                 overlaps.append(tuple(inside))
@@ -117,7 +117,7 @@ async def test_session_locks_serialise_one_session_across_lock_sets(tmp_path: Pa
     assert not overlaps
     assert time.monotonic() - start >= 4 * 0.02
     assert not list(folder.iterdir())  # lock files removed by their holders
-    assert not first._locks and not second._locks
+    assert not len(first._queue) and not len(second._queue)
 
     # Different sessions do not wait for each other: each holder waits, inside its lock,
     # until the other one is inside too (it would wait in vain if "b" waited for "a").
@@ -125,7 +125,7 @@ async def test_session_locks_serialise_one_session_across_lock_sets(tmp_path: Pa
     both_inside = asyncio.Event()
 
     async def other(session: str) -> None:
-        async with first.hold(session):
+        async with first.session_round(session):
             events.append(f"enter {session}")
             if len(events) == 2:
                 both_inside.set()
@@ -189,9 +189,9 @@ def test_two_workers_share_counts_and_stop_gracefully(tmp_path: Path) -> None:
         answer: list[dict[str, Any]] = []
         inflight = threading.Thread(target=lambda: answer.append(_stop(service, "last")))
         inflight.start()
-        # The request is in flight once it holds its session's lock (a file in data/locks,
+        # The request is in flight once it holds its session's lock (a file in data/state.sqlite3.locks,
         # removed when the round ends).
-        locks = tmp_path / "data" / "locks"
+        locks = tmp_path / "data" / "state.sqlite3.locks"
         deadline = time.monotonic() + 10
         while not (locks.is_dir() and any(locks.iterdir())) and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -205,4 +205,4 @@ def test_two_workers_share_counts_and_stop_gracefully(tmp_path: Path) -> None:
         assert service.stop() == 0
     text = service.text()
     assert "judge serve: stopped" in text and "Traceback" not in text
-    assert not list((tmp_path / "data" / "locks").iterdir())
+    assert not list((tmp_path / "data" / "state.sqlite3.locks").iterdir())

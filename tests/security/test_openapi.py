@@ -35,6 +35,7 @@ def test_every_route_is_documented():
     paths = openapi_document()["paths"]
     assert set(paths) == {
         "/healthz",
+        "/readyz",
         "/openapi.json",
         "/metrics",
         "/ui",
