@@ -38,7 +38,11 @@ def test_model_replaces_every_prompt_hooks_model_for_one_run(tmp_path: Path) -> 
 
 @pytest.mark.parametrize(
     ("first", "second", "same"),
-    [("fake:allow", "fake:allow", ""), ("Fast", "fast", " (as 'Fast')"), ("openai:x", "OpenAI:x", " (as 'openai:x')")],
+    [
+        ("fake:allow", "fake:allow", ""),
+        ("Fast", "fast", " (as 'Fast')"),
+        ("openai:x", "OpenAI:x", " (as 'openai:x')"),
+    ],
 )
 def test_the_same_model_twice_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], first: str, second: str, same: str
