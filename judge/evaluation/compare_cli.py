@@ -194,7 +194,7 @@ def comparison_table(report: dict[str, Any], out: Path) -> str:
         lines.append(f"  McNemar tests omitted: {report['mcnemarOmitted']}")
     for p in report["pairs"]:
         test = p["mcnemar"]
-        agreement = f"agree on {_num(p['agreement'])} of {p['decided']} decided"
+        agreement = f"agree on {p['agreed']} of {p['decided']} cases both decided"
         if test is None:
             detail = f"no test: {p['mcnemarOmitted']}" if not report["mcnemarOmitted"] else ""
         else:

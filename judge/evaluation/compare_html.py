@@ -94,7 +94,7 @@ def _pairs(report: dict[str, Any]) -> str:
     for p in report["pairs"]:
         head = (
             f"<tr><td>{_e(p['a'])}</td><td>{_e(p['b'])}</td>"
-            f"<td class=num>{_num(p['agreement'])} of {p['decided']}</td>"
+            f"<td class=num>{p['agreed']} of {p['decided']} ({_num(p['agreement'])})</td>"
         )
         test = p["mcnemar"]
         if test is None:

@@ -96,6 +96,7 @@ def _pair(
         "a": a.name,
         "b": b.name,
         "decided": len(decided),
+        "agreed": same,
         "agreement": same / len(decided) if decided else None,
         "mcnemar": None,
         "mcnemarOmitted": None,
