@@ -5,6 +5,9 @@
 * :mod:`judge.evaluation.cache` — the on-disk judgement cache;
 * :mod:`judge.evaluation.metrics` — :func:`compute_report` (``report.json``);
 * :mod:`judge.evaluation.junit` / :mod:`judge.evaluation.report_html` — CI and human reports;
+* :mod:`judge.evaluation.variants` / :mod:`judge.evaluation.compare_cli` — several models or
+  configs side by side (``comparison.json``: :mod:`judge.evaluation.comparison`, with
+  :mod:`judge.evaluation.compare_stats`; ``comparison.html``: :mod:`judge.evaluation.compare_html`);
 * :mod:`judge.evaluation.datasets` — converters from public datasets into suites.
 """
 
