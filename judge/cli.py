@@ -309,6 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CONFIG",
         help="judge with this hooks config instead of the suite's; repeat it to compare configs side by side",
     )
+    p.add_argument(
+        "--batch",
+        action="store_true",
+        help="judge through the providers' batch APIs (cheaper, hours of latency, no tools)",
+    )
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 

@@ -7,10 +7,11 @@ with ``*`` to cover every model it starts with (``fake:*``). Values are
 ``{"input": USD, "output": USD}`` per million tokens.
 
 The built-in table holds the providers' public list prices (per million tokens, without
-batch or cache discounts) of the models it names, as published when this table was
-written; providers change them, so a deployment that budgets money should set its own in
-``prices:``. A model with no known price has no cost (``costUsd`` is absent, and reports say
-how many judgements had no price) — never a guessed one.
+batch or cache discounts; ``judge eval --batch`` applies :data:`BATCH_DISCOUNT`) of the
+models it names, as published when this table was written; providers change them, so a
+deployment that budgets money should set its own in ``prices:``. A model with no known
+price has no cost (``costUsd`` is absent, and reports say how many judgements had no
+price) — never a guessed one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ from dataclasses import dataclass
 from judge.decision import Usage
 
 PRICES_ENV = "JUDGE_PRICES"
+#: The share of the list price both providers take off batch requests (OpenAI Batch API,
+#: Anthropic Message Batches: 50 % when this was written). ``judge eval --batch`` prices
+#: its batch judgements with it; ``JUDGE_BATCH_DISCOUNT`` (0 to 1) overrides it.
+BATCH_DISCOUNT = 0.5
+BATCH_DISCOUNT_ENV = "JUDGE_BATCH_DISCOUNT"
 
 
 @dataclass(frozen=True)
@@ -97,3 +103,8 @@ def cost_usd(label: str | None, usage: Usage | None, table: Mapping[str, Price])
         return None
     price = price_for(label, table)
     return None if price is None else round(price.cost(usage), 8)
+
+
+def batch_cost(cost: float | None, discount: float = BATCH_DISCOUNT) -> float | None:
+    """What a judgement costing ``cost`` at list price costs as a batch request."""
+    return None if cost is None else round(cost * (1.0 - discount), 8)

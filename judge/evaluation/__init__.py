@@ -3,6 +3,7 @@
 * :mod:`judge.evaluation.suite` — the suite format and its validation (:func:`load_suite`);
 * :mod:`judge.evaluation.runner` — :func:`run_cases` (bounded concurrency) and ``results.jsonl``;
 * :mod:`judge.evaluation.cache` — the on-disk judgement cache;
+* :mod:`judge.evaluation.batch` — ``--batch``: the providers' batch APIs;
 * :mod:`judge.evaluation.metrics` — :func:`compute_report` (``report.json``);
 * :mod:`judge.evaluation.junit` / :mod:`judge.evaluation.report_html` — CI and human reports;
 * :mod:`judge.evaluation.variants` / :mod:`judge.evaluation.compare_cli` — several models or

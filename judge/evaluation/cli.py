@@ -19,6 +19,8 @@ from typing import Any
 
 from judge.audit import now_iso
 from judge.decision import PromptJudge
+from judge.evaluation.batch import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
+from judge.evaluation.batch_state import summary_lines as batch_summary
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import CACHE_NAME as CACHE_NAME
 from judge.evaluation.cache import JudgementCache
@@ -172,6 +174,14 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         return 2
     repeats = args.repeats if args.repeats is not None else suite.repeats
     recorded = bool(getattr(args, "recorded", False))
+    batch = bool(getattr(args, "batch", False))
+    if batch and (recorded or getattr(args, "workers", None) is not None):
+        _err(f"judge eval: --batch cannot be combined with {'--recorded' if recorded else '--workers'}")
+        return 2
+    batch_problem = batch_settings_problem() if batch else None
+    if batch_problem is not None:
+        _err(f"judge eval: {batch_problem}")
+        return 2
     if recorded:
         missing_verdicts = [case.id for case in suite.cases if case.recorded is None]
         if missing_verdicts:
@@ -218,6 +228,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     started_at = now_iso()
     started = time.perf_counter()
     writers: list[ResultsWriter] = []
+    batched: BatchOutcome | None = None
 
     def open_writer() -> None:
         writers.append(ResultsWriter(results_path, truncate=not args.resume))
@@ -229,6 +240,26 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
                 writers[0].write(recorded_result(case))
         writers[0].close()
         judging_seconds = time.perf_counter() - started
+    elif batch:
+        open_writer()
+        try:
+            batched = run_batch(
+                suite,
+                out=out,
+                repeats=repeats,
+                concurrency=concurrency,
+                skip=skip,
+                cache_path=cache_path,
+                judge=judge,
+                resume=bool(args.resume),
+                on_result=writers[0].write,
+                progress=progress,
+                quiet=quiet,
+            )
+            interrupted, failure = batched.interrupted, batched.failure
+        finally:
+            judging_seconds = time.perf_counter() - started
+            writers[0].close()
     elif workers > 1:
         try:
             run_in_workers(
@@ -283,6 +314,10 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             f"{results_path}; run the same command with --resume to finish"
         )
         return 2
+    if batched is not None and (interrupted or failure is not None):
+        _err(
+            "  the submitted batches are saved in " + str(out / "batch.json") + "; --resume polls them again"
+        )
     if interrupted:
         _err(
             f"interrupted: {len(results)} of {len(suite.cases) * repeats} results are kept in "
@@ -295,11 +330,15 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         return 2
     metrics = write_reports(suite, results, out)
     report = rounded(metrics)
+    if batched is not None:
+        report["batch"] = add_batch_section(out, batched)
     run = write_run_info(
         out, started_at, judging_seconds, len(results) - len(skip), concurrency, args.resume, workers
     )
     if not quiet:
         print(_summary(report, out))
+        if batched is not None:
+            print("\n".join(batch_summary(report["batch"])))
         print(
             f"  judged {run['judgements']} in {run['judgingSeconds']:.2f} s "
             f"({run['judgementsPerSecond']:.1f}/s at concurrency {concurrency}"

@@ -32,6 +32,7 @@ class Progress:
         self.output_tokens = 0
         self.started = time.monotonic()
         self._done_at_start = 0
+        self.note = ""
 
     def start(self, total: int, done: int = 0) -> None:
         """A run of ``total`` results begins, ``done`` of them already present (resume)."""
@@ -55,6 +56,11 @@ class Progress:
         """The run ended (completed or interrupted)."""
         self._render(force=True)
         self._close()
+
+    def status(self, text: str) -> None:
+        """What the run is waiting for (``judge eval --batch``: the batches' state)."""
+        self.note = text
+        self._render(force=True)
 
     def eta(self) -> float | None:
         """Seconds left at the current rate (None before the first result)."""
@@ -89,6 +95,13 @@ class PlainProgress(Progress):
         self.every_s = every_s
         self._last_time = 0.0
         self._last_done = -1
+        self._last_note = ""
+
+    def status(self, text: str) -> None:
+        self.note = text
+        if text != self._last_note:  # each change of the batches' state, once
+            print(f"{self.summary()}  {text}", file=self.stream, flush=True)
+            self._last_note = text
 
     def _render(self, force: bool) -> None:
         now = time.monotonic()
@@ -117,10 +130,11 @@ class RichProgress(Progress):
             TextColumn("cache hits {task.fields[hits]}"),
             TextColumn("tokens {task.fields[tokens]}"),
             TimeRemainingColumn(),
+            TextColumn("{task.fields[note]}"),
             console=Console(file=stream if stream is not None else sys.stderr),
             transient=False,
         )
-        self._task = self._bar.add_task("eval", total=1, errors=0, hits=0, tokens="0/0")
+        self._task = self._bar.add_task("eval", total=1, errors=0, hits=0, tokens="0/0", note="")
         self._running = False
 
     def _render(self, force: bool) -> None:
@@ -134,6 +148,7 @@ class RichProgress(Progress):
             errors=self.errors,
             hits=self.cache_hits,
             tokens=f"{self.input_tokens}/{self.output_tokens}",
+            note=self.note,
         )
 
     def _close(self) -> None:

@@ -20,6 +20,8 @@ tool calls (several = parallel tool calls), an HTTP error (with ``retry-after``)
 delay, or a hang. Every request is recorded in :attr:`LLMServer.requests`. Side requests
 (``POST /v1/messages/count_tokens``, and any other path or method, such as a client's
 ``HEAD /`` probe) are answered at once and recorded in :attr:`LLMServer.side_requests`.
+The OpenAI Files and Batch APIs and Anthropic's Message Batches are served too
+(:mod:`judge.testing.batch_wire`; their calls are side requests, each batch line a request).
 
 It runs uvicorn (asyncio) in a background thread on 127.0.0.1 with a free port, so it
 handles many concurrent requests (``latency=`` adds a delay to every answer). With
@@ -47,6 +49,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from judge.testing import anthropic_wire
+from judge.testing.batch_wire import BatchStore
 from judge.testing.llm_replies import (
     LLMRequest,
     Reply,
@@ -105,8 +108,13 @@ class LLMServer:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
+        #: The batch APIs' files and batches; ``batches.controls`` scripts how they end.
+        self.batches = BatchStore(
+            self._reply_for, self.answer_body, self._note_side_request, self._refuse_key, lambda: self.url
+        )
         self.app = Starlette(
             routes=[
+                *self.batches.routes(),
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/chat/completions", self._openai, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
@@ -268,7 +276,15 @@ class LLMServer:
         if recorded is None or isinstance(outcome, Response):
             assert isinstance(outcome, Response)
             return outcome
-        reply = outcome
+        return JSONResponse(self.answer_body(recorded, outcome))
+
+    def answer_body(self, recorded: LLMRequest, reply: Reply) -> dict[str, Any]:
+        """The whole (non-streamed) answer to ``recorded`` in its wire format."""
+        if recorded.format == "anthropic":
+            blocks = anthropic_wire.content_blocks(reply, lambda: str(next(self._ids)))
+            return anthropic_wire.message(
+                recorded, blocks, reply, f"msg_{next(self._ids)}", _usage(recorded, reply)
+            )
         tool_calls = [
             {
                 "id": spec.id or f"call_{next(self._ids)}",
@@ -281,26 +297,24 @@ class LLMServer:
         if tool_calls:
             message["tool_calls"] = tool_calls
         prompt_tokens, completion_tokens = _usage(recorded, reply)
-        return JSONResponse(
-            {
-                "id": f"chatcmpl-{next(self._ids)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": recorded.model,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if tool_calls else "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
-        )
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": recorded.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
 
     async def _anthropic(self, request: Request) -> Response:
         recorded, outcome = await self._prepare(request, "anthropic")
@@ -319,6 +333,11 @@ class LLMServer:
                 headers={"cache-control": "no-cache", "request-id": message_id},
             )
         return JSONResponse(anthropic_wire.message(recorded, blocks, reply, message_id, usage))
+
+    def _refuse_key(self, request: Request, fmt: WireFormat) -> Response | None:
+        if self.api_key is not None and not _key_matches(request, self.api_key):
+            return _error(fmt, 401, "invalid api key")
+        return None
 
     async def _count_tokens(self, request: Request) -> Response:
         try:
