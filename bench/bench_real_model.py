@@ -5,7 +5,9 @@ three suites, once with text tool calls on and once with them off
 (``JUDGE_TEXT_TOOL_CALLS``), and prints per suite and mode:
 
 - tool use: the share of transcript-dependent cases (every case with a transcript in
-  the ``realmodel`` and ``llmbar`` suites) whose judge ran a tool before its verdict;
+  the ``realmodel`` and ``llmbar`` suites) where the model called a tool before its
+  verdict; "read before verdict" also counts the read the judge makes itself for a model
+  that answers twice without reading (evidence first);
 - verdicts parsed: judgements that ended in a parsed verdict (the rest are errors:
   unparseable answers and timeouts, counted separately);
 - accuracy and Cohen's kappa (block = positive) with 95 % Wilson intervals;
@@ -137,16 +139,19 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
         if line.strip():
             record = json.loads(line)
             traces[record["key"]] = record
-    dependent = used = 0
+    dependent = used = read = 0
     text_calls = 0
     for result in results:
         case = cases[result["id"]]
         trace = traces.get(_key(case["context"].get("final_output"), case.get("transcript") or ""), {})
-        calls = trace.get("tool_calls") or []
-        text_calls += any(str(c).startswith("text:") for c in calls)
+        calls = [str(c) for c in trace.get("tool_calls") or []]
+        text_calls += any(c.startswith("text:") for c in calls)
         if case.get("transcript") or case.get("transcript_path"):
             dependent += 1
-            used += bool(calls) and trace.get("verdict") is not None
+            decided = trace.get("verdict") is not None
+            # the model's own calls; "judge:" is the read the judge made for it
+            used += decided and any(not c.startswith("judge:") for c in calls)
+            read += decided and bool(calls)
     errors = [r for r in results if r.get("error")]
     unparsed = [r for r in errors if "not a verdict" in str(r["error"])]
     seconds = [r["durationMs"] / 1000 for r in results if r.get("durationMs") is not None]
@@ -157,6 +162,7 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
     return {
         "n": len(results),
         "tool use (transcript cases)": _ci(used, dependent) if dependent else "-",
+        "read before verdict": _ci(read, dependent) if dependent else "-",
         "text-call judgements": text_calls,
         "verdicts parsed": _ci(len(results) - len(errors), len(results)),
         "unparseable": len(unparsed),

@@ -99,6 +99,17 @@ def shadow_fields(decision: Decision) -> dict[str, Any]:
     return {"shadow": shadow} if shadow else {}
 
 
+def cascade_fields(decision: Decision) -> dict[str, Any]:
+    """``{"cascades": [...]}``: each cascade hook's stages (model, verdict, duration, tokens,
+    cost, agreement); nothing without a cascade."""
+    cascades = [
+        {"hook": f"{h.level}[{h.index}]", "stages": [s.model_dump(by_alias=True) for s in h.stages]}
+        for h in decision.hooks
+        if h.stages
+    ]
+    return {"cascades": cascades} if cascades else {}
+
+
 class AuditLog:
     """The two logs in ``data_dir``."""
 
@@ -156,6 +167,7 @@ class AuditLog:
                 "context": judged,
                 "transcript": transcript,
                 **shadow_fields(decision),
+                **cascade_fields(decision),
             },
         )
 
@@ -174,6 +186,7 @@ class AuditLog:
                 "reason": decision.reason,
                 "hook_errors": [h.error for h in decision.hooks if h.error],
                 **shadow_fields(decision),
+                **cascade_fields(decision),
             },
         )
 
@@ -197,5 +210,6 @@ class AuditLog:
                 "inputTokens": sum(u.input_tokens for u in usage),
                 "outputTokens": sum(u.output_tokens for u in usage),
                 **shadow_fields(decision),
+                **cascade_fields(decision),
             },
         )

@@ -45,6 +45,31 @@ class Usage(BaseModel):
         )
 
 
+class CascadeStage(BaseModel):
+    """One stage of a model cascade (a hook whose ``model`` is a list), as judged."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    model: str
+    #: ``error``: no verdict (a failure, timeout or unparseable answer).
+    verdict: Literal["allow", "block", "error"]
+    reason: str | None = None
+    error: str | None = None
+    duration_ms: float = Field(0.0, alias="durationMs")
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(None, alias="costUsd")
+    #: Later stages: whether this verdict is the previous stage's (None when either has none).
+    agreed: bool | None = None
+
+
+class CascadeError(HookError):
+    """Every stage of a cascade failed; ``stages`` says how."""
+
+    def __init__(self, message: str, stages: list[CascadeStage], model: str | None = None) -> None:
+        super().__init__(message, model)
+        self.stages = stages
+
+
 @dataclass
 class HookAnswer:
     """A hook's parsed answer, before the event rules are applied."""
@@ -145,6 +170,8 @@ class PromptVerdict(BaseModel):
     reason: str | None = None
     model: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    #: A cascade's stages, in the order they were called (None: one model).
+    stages: list[CascadeStage] | None = None
 
 
 class PromptJudge(Protocol):
@@ -178,6 +205,8 @@ class HookOutcome(BaseModel):
     counts_as_rejection: bool = Field(False, exclude=True)
     #: ``"shadow"`` for a shadow hook: what it would have decided, never acted on.
     mode: Literal["shadow"] | None = None
+    #: A cascade hook's stages as called (model, verdict, duration, tokens, cost, agreement).
+    stages: list[CascadeStage] | None = None
 
     @property
     def effective(self) -> bool:
@@ -217,7 +246,11 @@ class Decision(BaseModel):
         out["hooks"] = [
             h.model_dump(
                 by_alias=True,
-                exclude={k for k, v in (("mode", h.mode), ("cost_usd", h.cost_usd)) if v is None},
+                exclude={
+                    k
+                    for k, v in (("mode", h.mode), ("cost_usd", h.cost_usd), ("stages", h.stages))
+                    if v is None
+                },
             )
             for h in self.hooks
         ]

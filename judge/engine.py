@@ -28,16 +28,19 @@ from judge.commands import OUTPUT_CAP, run_command_hook
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook
 from judge.context import context_json, parse_context
 from judge.decision import (
+    CascadeError,
+    CascadeStage,
     Decision,
     HookAnswer,
     HookOutcome,
     PromptJudge,
     PromptRequest,
     PromptVerdict,
+    Usage,
     parse_hook_output,
 )
 from judge.errors import HookError
-from judge.pricing import Price, cost_usd, price_table
+from judge.pricing import Price, cost_usd, price_table, stages_cost
 
 DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"
 DEFAULT_POST_BLOCK_REASON = "Tool result blocked by hook"
@@ -126,6 +129,11 @@ class Engine:
                 repeat=repeat,
             )
             try:
+                if not isinstance(hook.model, str):  # a cascade keeps its own deadline
+                    from judge.llm.cascade import judge_cascade
+
+                    verdict = await judge_cascade(self.judge, request)
+                    return HookAnswer("allow" if verdict.ok else "block", verdict.reason), None, verdict
                 async with asyncio.timeout(hook.timeout):
                     verdict = await self.judge.evaluate(request)
             except TimeoutError:
@@ -180,11 +188,14 @@ class Engine:
         verdict: PromptVerdict | None = None
         error: str | None = None
         failed_model: str | None = None
+        stages: list[CascadeStage] | None = None
         try:
             answer, source, verdict = await self._answer(event, hook, context, transcript, repeat)
+            stages = verdict.stages if verdict else None
         except HookError as exc:
             error = str(exc) or type(exc).__name__
             failed_model = exc.model
+            stages = exc.stages if isinstance(exc, CascadeError) else None
         except Exception as exc:  # a bug or an unexpected failure is still a hook error
             error = f"{type(exc).__name__}: {exc}"
         duration = (self.clock() - start) * 1000.0
@@ -199,6 +210,10 @@ class Engine:
             costUsd=cost_usd(verdict.model, verdict.usage, self.prices) if verdict else None,
             mode="shadow" if hook.mode == "shadow" else None,
         )
+        if stages is not None:  # a cascade: every stage called is priced and paid for
+            outcome.stages = stages
+            outcome.cost_usd = stages_cost(stages, self.prices)
+            outcome.usage = sum((s.usage for s in stages), Usage())
         if error is not None:
             outcome.error = error
             if hook.fail_mode_for(event) == "block":

@@ -21,7 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from judge.decision import Usage
+from judge.decision import CascadeStage, Usage
 
 PRICES_ENV = "JUDGE_PRICES"
 #: The share of the list price both providers take off batch requests (OpenAI Batch API,
@@ -103,6 +103,17 @@ def cost_usd(label: str | None, usage: Usage | None, table: Mapping[str, Price])
         return None
     price = price_for(label, table)
     return None if price is None else round(price.cost(usage), 8)
+
+
+def stages_cost(stages: list[CascadeStage], table: Mapping[str, Price]) -> float | None:
+    """Price each cascade stage (``costUsd``) and return their total, or None when no
+    stage has a known price (a stage without one adds nothing)."""
+    costs = []
+    for stage in stages:
+        stage.cost_usd = cost_usd(stage.model, stage.usage, table)
+        if stage.cost_usd is not None:
+            costs.append(stage.cost_usd)
+    return round(sum(costs), 8) if costs else None
 
 
 def batch_cost(cost: float | None, discount: float = BATCH_DISCOUNT) -> float | None:

@@ -29,7 +29,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client import multiprocess as prometheus_multiprocess
 
-from judge.decision import Decision
+from judge.decision import Decision, Usage
 
 #: Environment variable of prometheus_client's multiprocess mode (set by ``judge serve --workers``).
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -88,11 +88,16 @@ class GateMetrics:
             if hook.error:
                 self.hook_errors.labels(event, agent_label, name, hook.type).inc()
             self.hook_seconds.labels(event, hook.type).observe(hook.duration_ms / 1000.0)
-            if hook.usage is not None and hook.model:
-                self.tokens.labels(hook.model, "input").inc(hook.usage.input_tokens)
-                self.tokens.labels(hook.model, "output").inc(hook.usage.output_tokens)
-            if hook.cost_usd and hook.model:
-                self.cost.labels(hook.model).inc(hook.cost_usd)
+            # A cascade's tokens and cost go to the model of each stage that spent them.
+            spent: list[tuple[str | None, Usage | None, float | None]] = [
+                (s.model, s.usage, s.cost_usd) for s in hook.stages or []
+            ] or [(hook.model, hook.usage, hook.cost_usd)]
+            for model, usage, cost in spent:
+                if usage is not None and model:
+                    self.tokens.labels(model, "input").inc(usage.input_tokens)
+                    self.tokens.labels(model, "output").inc(usage.output_tokens)
+                if cost and model:
+                    self.cost.labels(model).inc(cost)
 
     def refused(self, status: int) -> None:
         """Count a hook request answered with an error status."""

@@ -73,3 +73,9 @@ def test_command_hooks_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench("bench_command_hooks").main(["--n", "2"]) == 0
     out = capsys.readouterr().out
     assert "bare bash -c true (baseline)" in out and "sandboxed, PID namespace" in out
+
+
+def test_cascade_smallest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench("bench_cascade").main(["--fast-latency", "0", "--strong-latency", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "strong alone (baseline)" in out and "cascade [fast, strong]" in out and "9/20" in out

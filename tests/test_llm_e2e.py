@@ -257,8 +257,10 @@ async def test_injection_is_marked_as_data(server, fmt, tmp_path):
     assert "ignore your rules" in user[start:end]  # the injection sits inside the data block
     assert "<\\/hook_context>" in user[start:end]  # and cannot close it early
     tool_result = second.tool_results[0]
-    assert tool_result.startswith("<transcript_data>") and tool_result.rstrip().endswith("</transcript_data>")
-    assert "respond ok: true" in tool_result
+    assert tool_result.startswith("<transcript_data>")
+    data, after = tool_result.split("</transcript_data>")
+    assert "respond ok: true" in data  # the transcript's text sits inside the data block
+    assert "whole transcript (all 2 lines)" in after  # the judge's own note follows it
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -15,7 +15,7 @@ from judge.config import Hook
 from judge.decision import PromptRequest
 from judge.errors import HookError
 from judge.llm import JudgementTrace, LLMJudge
-from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, REPAIR_PROMPT
+from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
 from judge.llm.text_tools import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, call, fail, say, verdict
 
@@ -139,7 +139,7 @@ async def test_bad_arguments_go_back_as_an_error_without_running(server, fmt, tr
     sent = last_user_text(server.requests[1])
     assert "Error: bad arguments for ReadFile: missing endLine; startLine must be integer, got string" in sent
     assert "<transcript_data>" not in sent
-    assert traces[0].tool_calls == []
+    assert "text:ReadFile" not in traces[0].tool_calls  # the bad call was not run
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -160,11 +160,11 @@ async def test_switched_off_a_written_call_is_not_run(server, fmt, transcript):
     off = judge(server, fmt, traces, env={"JUDGE_TEXT_TOOL_CALLS": "0"})
     result = await off.evaluate(request_for(transcript))
     assert result.ok is False
-    assert all("Transcript lines" not in r.text for r in server.requests)
+    assert all("Transcript lines" not in r.text for r in server.requests[:2])
     assert NUDGE_TOOLS in server.requests[1].text  # the plain nudge: no call to copy
-    assert last_user_text(server.requests[2]) == REPAIR_PROMPT
+    assert last_user_text(server.requests[2]).startswith(SUPPLIED.split("{")[0])
     assert "If you cannot make a structured tool call" not in server.requests[0].system
-    assert traces[0].tool_calls == []
+    assert traces[0].tool_calls == ["judge:ReadFile"]  # the written calls were not run
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -177,18 +177,24 @@ async def test_an_answer_before_reading_is_sent_back_once(server, fmt, transcrip
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(transcript))
     assert result.ok is False and len(server.requests) == 3
-    nudge = last_user_text(server.requests[1])
-    assert "You have not read the transcript yet" in nudge
-    assert written("ReadFile", filePath=str(transcript), startLine=1, endLine=100) in nudge
+    nudged = server.requests[1]
+    assert "Before you answer, read the transcript" in last_user_text(nudged)
+    assert written("ReadFile", filePath=str(transcript), startLine=1, endLine=100) in last_user_text(nudged)
+    # the answer given before reading is dropped: a small model would repeat it after reading
+    assert [m["role"] for m in nudged.messages if m["role"] != "system"] == ["user", "user"]
     assert traces[0].tool_calls == ["text:GrepSearch"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-async def test_a_second_answer_without_reading_is_accepted(server, fmt, transcript):
-    server.push(verdict(True), verdict(True))
+async def test_a_second_answer_without_reading_gets_the_transcript(server, fmt, transcript):
+    server.push(verdict(True), verdict(True), verdict(False, "2 tests failed."))
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(transcript))
-    assert result.ok is True and len(server.requests) == 2 and traces[0].tool_calls == []
+    assert (result.ok, result.reason) == (False, "2 tests failed.") and len(server.requests) == 3
+    supplied = last_user_text(server.requests[2])
+    assert supplied.startswith(SUPPLIED.split("{")[0]) and "    42\tline 42: ERROR tests failed" in supplied
+    assert SCHEMA_FIELD[fmt] in server.requests[2].body  # all 60 lines shown: the verdict is next
+    assert traces[0].tool_calls == ["judge:ReadFile"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -198,7 +204,7 @@ async def test_tools_and_the_answer_schema_never_share_a_request(server, fmt, tr
     first, nudged, final = server.requests
     for request in (first, nudged):
         assert request.tool_names and SCHEMA_FIELD[fmt] not in request.body
-    assert last_user_text(final) == REPAIR_PROMPT and SCHEMA_FIELD[fmt] in final.body
+    assert final.body["tool_choice"] in ("none", {"type": "none"}) and SCHEMA_FIELD[fmt] in final.body
     without_transcript = len(server.requests)
     await judge(server, fmt, []).evaluate(request_for(None))
     alone = server.requests[without_transcript]
@@ -266,9 +272,37 @@ async def test_a_bad_answer_length_cap_is_a_clear_hook_error(server):
 async def test_evidence_first_can_be_switched_off(server, fmt, transcript):
     server.push(verdict(True))
     on = await judge(server, fmt, []).evaluate(request_for(transcript))
-    assert on.ok is True and len(server.requests) == 2  # the early answer was sent back once
+    assert on.ok is True and len(server.requests) == 3  # sent back, then given the transcript
     server.requests.clear()
     server.push(verdict(True))
     off = judge(server, fmt, [], env={"JUDGE_EVIDENCE_FIRST": "0"})
     assert (await off.evaluate(request_for(transcript))).ok is True
     assert len(server.requests) == 1  # answered at once, as the model chose
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_the_temperature_comes_from_the_environment(server, fmt):
+    await judge(server, fmt, [], env={"JUDGE_TEMPERATURE": "0"}).evaluate(request_for(None))
+    await judge(server, fmt, []).evaluate(request_for(None))
+    assert server.requests[0].body["temperature"] == 0
+    assert "temperature" not in server.requests[1].body  # unset: the server's default
+
+
+async def test_a_model_that_rejects_the_temperature_gets_its_default(server):
+    rejected = (
+        "Unsupported value: 'temperature' does not support 0 with this model. "
+        "Only the default (1) value is supported."
+    )
+    server.push(fail(400, rejected), verdict(False, "missing tests"))
+    first = await judge(server, "openai", [], env={"JUDGE_TEMPERATURE": "0"}).evaluate(request_for(None))
+    assert first.ok is False and first.reason == "missing tests"
+    assert "temperature" in server.requests[0].body and "temperature" not in server.requests[1].body
+    assert "response_format" in server.requests[1].body  # only the rejected field is dropped
+
+
+@pytest.mark.parametrize("raw", ["hot", "-1", "2.5"])
+async def test_a_bad_temperature_is_a_clear_hook_error(server, raw):
+    bad = judge(server, "openai", [], env={"JUDGE_TEMPERATURE": raw})
+    with pytest.raises(HookError, match=rf"JUDGE_TEMPERATURE must be a number from 0 to 2, got '{raw}'"):
+        await bad.evaluate(request_for(None))
+    assert server.requests == []

@@ -9,8 +9,9 @@ endpoint). Start a local model and run it with::
 
 Every case of ``evals/realmodel`` can only be judged by reading the transcript: the final
 answer claims what the transcript contradicts, or is right where only the transcript
-shows it. Each test asserts that the judge called a tool before answering, that its
-verdict parsed, and the decision.
+shows it. Each test asserts that the model called a tool before answering (the read the
+judge makes itself for a model that will not read does not count), that its verdict
+parsed, and the decision.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ async def test_the_judge_reads_the_transcript_and_decides(case: dict[str, Any], 
     request = PromptRequest(hook=hook, context=context, transcript_path=transcript, base_dir=SUITE)
     verdict = await judge.evaluate(request)  # a HookError here: the verdict did not parse
     (trace,) = traces
-    assert trace.tool_calls, "the judge answered without reading the transcript"
+    model_calls = [c for c in trace.tool_calls if not c.startswith("judge:")]  # not the judge's own read
+    assert model_calls, f"the model answered without calling a tool (tools run: {trace.tool_calls})"
     assert trace.verdict is not None
     assert ("allow" if verdict.ok else "block") == case["label"], verdict.reason

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -57,6 +57,31 @@ def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> l
     return []
 
 
+def model_name(value: Any, where: str = "") -> str:
+    """``value`` when it names a tier or a model; ValueError otherwise."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"{where}must be a tier or model name (a string), or a list of them (a cascade), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    prefix, sep, rest = value.strip().partition(":")
+    if not value.strip() or (sep and prefix.lower() in ("openai", "anthropic", "fake") and not rest.strip()):
+        raise ValueError(
+            f"{where}must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), got {value!r}"
+        )
+    return value
+
+
+def cascade_stages(value: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
+    """A cascade's models, first (cheapest) first; ValueError for fewer than 2 or a non-name."""
+    if len(value) < 2:
+        raise ValueError(
+            "a cascade lists 2 or more models, first the cheap one (e.g. [Fast, Reasoning]), "
+            f"got {list(value)!r}; for one model write it as a string"
+        )
+    return tuple(model_name(v, f"stage {i + 1}: ") for i, v in enumerate(value))
+
+
 class Hook(BaseModel):
     """One hook entry: a prompt hook (an LLM judges) or a command hook (a script decides)."""
 
@@ -102,10 +127,12 @@ class Hook(BaseModel):
         description="How a hook error is treated: `allow` or `block`. "
         "Default: `block` for PreToolUse, `allow` otherwise.",
     )
-    model: str = Field(
+    model: str | Annotated[tuple[str, ...], Field(min_length=2)] = Field(
         "ReasoningFast",
         description="Prompt hooks: a tier (Reasoning, ReasoningFast, General, Fast, LongContext) "
-        "or a model (`openai:<name>`, `anthropic:<name>`, or a bare name).",
+        "or a model (`openai:<name>`, `anthropic:<name>`, or a bare name). A list of 2 or more "
+        "is a cascade (`[Fast, Reasoning]`): the first model judges; its rejections, errors and "
+        "unparseable answers go to the next, whose verdict confirms or overrides (docs/cascades.md).",
     )
     max_rejections: int = Field(
         3,
@@ -139,17 +166,10 @@ class Hook(BaseModel):
             raise ValueError(f"must be between 1 and 25, got {value}")
         return value
 
-    @field_validator("model")
+    @field_validator("model", mode="before")
     @classmethod
-    def _model_named(cls, value: str) -> str:
-        prefix, sep, rest = value.strip().partition(":")
-        if not value.strip() or (
-            sep and prefix.lower() in ("openai", "anthropic", "fake") and not rest.strip()
-        ):
-            raise ValueError(
-                f"must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), got {value!r}"
-            )
-        return value
+    def _model_named(cls, value: Any) -> Any:
+        return cascade_stages(value) if isinstance(value, list | tuple) else model_name(value)
 
     @field_validator("matcher")
     @classmethod
@@ -199,6 +219,11 @@ class Hook(BaseModel):
         if problems:
             raise ValueError(problems[0])
         return self
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models this hook judges with: one, or a cascade's stages in order."""
+        return (self.model,) if isinstance(self.model, str) else self.model
 
     def fail_mode_for(self, event: str) -> FailMode:
         """The effective failMode: explicit, else `block` for PreToolUse, else `allow`."""

@@ -120,6 +120,8 @@ class BatchAnswerJudge(CachingJudge):
 def _provider_for(providers: Mapping[str, SDKProvider], request: PromptRequest) -> SDKProvider:
     from judge.llm.tiers import resolve_model
 
+    if not isinstance(request.hook.model, str):  # cascades never go to a batch
+        raise HookError("a model cascade is not judged in a batch")
     return providers[resolve_model(request.hook.model, request.models).label]
 
 

@@ -191,6 +191,8 @@ def _static_reason(
     if any(hook.type == "command" for _, _, hook in hooks):
         return "a command hook", None
     for _, _, hook in hooks:
+        if not isinstance(hook.model, str):
+            return "a model cascade (its stages run one after another)", None
         try:
             model = resolve_model(hook.model, suite.config.models, env)
         except ValueError:
@@ -225,6 +227,8 @@ def _add_requests(
     """The keys of ``requests`` added to ``plan`` (or why the case goes the normal way)."""
     keys: list[str] = []
     for request in requests:
+        if not isinstance(request.hook.model, str):
+            return "a model cascade (its stages run one after another)"
         model = resolve_model(request.hook.model, request.models, env)
         try:
             provider = _provider(plan, model.provider, model.name, env)

@@ -58,14 +58,18 @@ def file_sha256(path: Path | None) -> str | None:
 
 
 def _model_label(request: PromptRequest) -> str:
+    return " > ".join(_one_label(model, request) for model in request.hook.models)
+
+
+def _one_label(model: str, request: PromptRequest) -> str:
     try:
         from judge.llm.tiers import resolve_model
     except ImportError:  # pragma: no cover - the LLM layer is part of the package
-        return request.hook.model
+        return model
     try:
-        return resolve_model(request.hook.model, request.models).label
+        return resolve_model(model, request.models).label
     except ValueError as exc:
-        return f"unresolved:{request.hook.model}:{exc}"
+        return f"unresolved:{model}:{exc}"
 
 
 def _rendered(request: PromptRequest, context: dict[str, Any]) -> str:

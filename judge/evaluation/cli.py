@@ -24,6 +24,7 @@ from judge.evaluation.batch_state import summary_lines as batch_summary
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
 from judge.evaluation.cache import CACHE_NAME as CACHE_NAME
 from judge.evaluation.cache import JudgementCache
+from judge.evaluation.cascade_report import cascade_summary
 from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
 from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import compute_metrics, rounded
@@ -85,6 +86,7 @@ def _summary(report: dict[str, Any], out: Path) -> str:
             extra = f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else ""
             parts.append(f"{key} {_num(report.get(key))}{extra}")
         lines.append("  " + ", ".join(parts))
+    lines += cascade_summary(report)
     if "flipRate" in report:
         lines.append(f"  flip rate {_num(report['flipRate'])}")
     lat = report["latencyMs"]

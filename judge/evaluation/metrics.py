@@ -53,6 +53,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from judge.evaluation.cascade_report import cascade_section
 from judge.evaluation.runner import CaseResult
 
 #: Metrics ``--fail-under`` accepts (higher is better for each).
@@ -282,6 +283,9 @@ def compute_metrics(results: list[CaseResult], *, name: str = "") -> dict[str, A
     }
     report["cachedResults"] = sum(1 for r in results if r.cached)
     report["byTag"] = _by_tag(results)
+    cascades = cascade_section(results)
+    if cascades is not None:
+        report["cascade"] = cascades
     return report
 
 

@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from judge.evaluation.cascade_report import cascade_html
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
 from judge.files import open_regular
@@ -233,6 +234,7 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         _cards(report),
         "<h2>Confusion matrix</h2>",
         _confusion(report),
+        cascade_html(report),
         f"<h2>Disagreements ({len(disagreements)})</h2>",
     ]
     if not disagreements:

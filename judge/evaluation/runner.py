@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.config import Config
-from judge.decision import PromptJudge, PromptRequest, PromptVerdict, Usage
+from judge.decision import CascadeStage, PromptJudge, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, default_judge
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard
@@ -53,6 +53,8 @@ class CaseResult(BaseModel):
     group: str | None = None
     tags: list[str] = Field(default_factory=list)
     cached: bool = False
+    #: Cascade hooks (``agent[0]``) -> their stages as called (absent without cascades).
+    cascades: dict[str, list[CascadeStage]] | None = None
 
     @property
     def verdict(self) -> Literal["allow", "block"] | None:
@@ -62,7 +64,8 @@ class CaseResult(BaseModel):
 
     def to_line(self) -> str:
         """The JSONL line (with its newline)."""
-        return json.dumps(self.model_dump(by_alias=True), ensure_ascii=False) + "\n"
+        data = self.model_dump(by_alias=True, exclude={"cascades"} if self.cascades is None else None)
+        return json.dumps(data, ensure_ascii=False) + "\n"
 
 
 class _CaseJudge:
@@ -153,6 +156,7 @@ async def _judge_one(
     if any(h.cost_usd is not None for h in decision.hooks):
         result.cost_usd = decision.cost_usd
     result.cached = recorder.hits > 0 and recorder.misses == 0
+    result.cascades = {f"{h.level}[{h.index}]": h.stages for h in decision.hooks if h.stages} or None
     return result
 
 

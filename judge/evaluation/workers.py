@@ -82,16 +82,15 @@ def preload_sdks(suite: Suite) -> None:
     for agent in suite.config.custom_agents.values():
         hooks += agent.hooks.for_event(suite.event)
     for hook in hooks:
-        if hook.type != "prompt":
-            continue
-        try:
-            provider = resolve_model(hook.model, suite.config.models).provider
-        except ValueError:
-            continue  # reported by the judgement itself
-        if provider in ("openai", "anthropic"):
-            with contextlib.suppress(ImportError):
-                importlib.import_module(f"judge.llm.providers.{provider}")
-                importlib.import_module(provider)
+        for model in hook.models if hook.type == "prompt" else ():
+            try:
+                provider = resolve_model(model, suite.config.models).provider
+            except ValueError:
+                continue  # reported by the judgement itself
+            if provider in ("openai", "anthropic"):
+                with contextlib.suppress(ImportError):
+                    importlib.import_module(f"judge.llm.providers.{provider}")
+                    importlib.import_module(provider)
 
 
 def _die_with_parent(parent: int) -> None:

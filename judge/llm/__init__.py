@@ -74,6 +74,10 @@ class LLMJudge:
         Errors name the model that was tried (``HookError.model``) when it was resolved.
         """
         hook = request.hook
+        if not isinstance(hook.model, str):
+            from judge.llm.cascade import judge_cascade
+
+            return await judge_cascade(self, request)
         env = os.environ if self.env is None else self.env
         try:
             model = resolve_model(hook.model, request.models, env)

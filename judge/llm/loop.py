@@ -12,7 +12,8 @@ output) is only sent with ``tool_choice: none`` - the repair turn, or after the 
 limit - so a server that enforces it as a grammar cannot block a tool call. A tool call
 the model WRITES as text (:mod:`judge.llm.text_tools`) is run like a structured one and
 its result comes back as a user message; it wins over a verdict in the same reply until
-the round limit.
+the round limit. A call that repeats an earlier one is not run again, and a transcript
+read in full ends the reading (:mod:`judge.llm.reading`): the next turn is the verdict.
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ from typing import Any
 from judge.decision import PromptVerdict, Usage, answer_from_object
 from judge.errors import HookError
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
+from judge.llm.reading import ALL_READ, REPEATED, ReadLog
 from judge.llm.retry import call_with_retries
 from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
 from judge.llm.tools import TranscriptTools
+from judge.llm.tools.read_file import DEFAULT_WINDOW
+from judge.llm.truncated import cut_off_verdict
 
 MAX_TOOL_ROUNDS = 10
 CONTEXT_TAG = "hook_context"
@@ -102,12 +106,15 @@ Your last reply was not a valid verdict. Reply with only one JSON object: \
 
 NO_MORE_TOOLS = "Error: no more tool calls are allowed. Reply with the verdict JSON now."
 NUDGE_TOOLS = (
-    "You have not read the transcript yet, so that is not a verdict. Call ReadFile now to "
-    "read it (or GrepSearch to search it) and decide only from what it shows."
+    "Before you answer, read the transcript: call ReadFile now (or GrepSearch to search it) "
+    "and decide only from what it shows."
 )
 NUDGE_TEXT_TOOLS = (
-    "You have not read the transcript yet, so that is not a verdict. Read it now: reply with "
-    "only this tool call, nothing else:\n{call}"
+    "Before you answer, read the transcript: reply with only this tool call, nothing else:\n{call}"
+)
+SUPPLIED = (
+    "Before you answer, read the transcript. Its first lines, read for you:\n\n"
+    "{result}\n\nDecide from what the transcript shows, not from the final answer alone."
 )
 NO_MORE_TOOLS_TEXT = (
     "No more tool calls are allowed: that call was not run. Reply with only the verdict JSON "
@@ -161,11 +168,33 @@ def _tool_result(text: str) -> str:
 
 
 async def _run_tools(
-    tools: TranscriptTools, calls: Sequence[tuple[str, dict[str, Any] | None]], executor: Executor | None
-) -> list[str]:
+    tools: TranscriptTools,
+    calls: Sequence[tuple[str, dict[str, Any] | None]],
+    executor: Executor | None,
+    log: ReadLog,
+) -> list[str | None]:
+    """Each call's output, or None for a call that repeats an earlier one (not run)."""
     loop = asyncio.get_running_loop()
-    runs = (loop.run_in_executor(executor, tools.call, name, args) for name, args in calls)
-    return list(await asyncio.gather(*runs))
+    fresh = [i for i, (name, args) in enumerate(calls) if not log.is_repeat(name, args)]
+    runs = (loop.run_in_executor(executor, tools.call, *calls[i]) for i in fresh)
+    outputs: list[str | None] = [None] * len(calls)
+    for i, output in zip(fresh, await asyncio.gather(*runs), strict=True):
+        log.record(*calls[i], output)
+        outputs[i] = output
+    return outputs
+
+
+def _results(outputs: list[str | None], log: ReadLog) -> tuple[list[str], bool]:
+    """The tool results the model sees, and whether to ask for the verdict next.
+
+    Calls that were all repeats, or a transcript now read in full, end the reading: the
+    last result then says so, and the next request is the final (schema) turn.
+    """
+    results = [REPEATED if output is None else _tool_result(output) for output in outputs]
+    lines = log.all_read()
+    if lines is not None:
+        results[-1] += "\n\n" + ALL_READ.format(lines=lines)
+    return results, lines is not None or all(output is None for output in outputs)
 
 
 def _first_call(tools: TranscriptTools | None) -> str | None:
@@ -181,12 +210,25 @@ def _nudge(tools: TranscriptTools, text_tools: bool) -> str:
     return NUDGE_TEXT_TOOLS.format(call=call) if text_tools and call else NUDGE_TOOLS
 
 
+async def _supplied_read(
+    tools: TranscriptTools, trace: JudgementTrace, executor: Executor | None, log: ReadLog
+) -> tuple[str, bool]:
+    """The transcript's first window, read by the judge for a model that would not read
+    it: the user message, and whether that was all of it (then the verdict is next)."""
+    arguments: dict[str, Any] = {"filePath": str(tools.path), "startLine": 1, "endLine": DEFAULT_WINDOW}
+    outputs = await _run_tools(tools, [("ReadFile", arguments)], executor, log)
+    (shown,), done = _results(outputs, log)
+    trace.tool_calls.append("judge:ReadFile")
+    return SUPPLIED.format(result=shown), done
+
+
 @dataclass
 class JudgementTrace:
     """What happened during one judgement (for benchmarks and tests).
 
     ``tool_calls`` lists the tools run, in order, as ``"ReadFile"`` for a structured
-    call and ``"text:ReadFile"`` for a call the model wrote as text; ``verdict`` is set
+    call, ``"text:ReadFile"`` for a call the model wrote as text and ``"judge:ReadFile"``
+    for the read the judge made itself for a model that would not read (evidence first); ``verdict`` is set
     when the judgement ended with a parsed verdict (it did not if it raised).
     """
 
@@ -197,19 +239,22 @@ class JudgementTrace:
 
 
 async def _text_tool_round(
-    tools: TranscriptTools, calls: list[TextToolCall], trace: JudgementTrace, executor: Executor | None
-) -> str:
-    """Run the valid text tool calls; the user message holding every call's result."""
-    runnable = [(c.name, c.arguments) for c in calls if c.error is None]
-    outputs = iter(await _run_tools(tools, runnable, executor))
-    results: list[str] = []
-    for c in calls:
-        if c.error is not None:
-            results.append(f"Error: {c.error}")
-        else:
-            results.append(_tool_result(next(outputs)))
-            trace.tool_calls.append(f"text:{c.name}")
-    return results_message(calls, results)
+    tools: TranscriptTools,
+    calls: list[TextToolCall],
+    trace: JudgementTrace,
+    executor: Executor | None,
+    log: ReadLog,
+) -> tuple[str, bool]:
+    """Run the valid text tool calls: the user message holding every call's result, and
+    whether to ask for the verdict next (see :func:`_results`)."""
+    runnable = [c for c in calls if c.error is None]
+    outputs = await _run_tools(tools, [(c.name, c.arguments) for c in runnable], executor, log)
+    ran = zip(runnable, outputs, strict=True)
+    trace.tool_calls.extend(f"text:{c.name}" for c, out in ran if out is not None)
+    shown, done = _results(outputs, log) if runnable else ([], False)
+    answers = iter(shown)
+    results = [f"Error: {c.error}" if c.error is not None else next(answers) for c in calls]
+    return results_message(calls, results), done
 
 
 async def run_judgement(
@@ -226,7 +271,9 @@ async def run_judgement(
 ) -> PromptVerdict:
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
 
-    ``evidence_first``: an answer given before anything was read is sent back once.
+    ``evidence_first``: an answer given before anything was read is dropped and the model
+    asked to read (with the call to make); after a second one the judge reads the first
+    lines itself and hands them over.
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
     """
@@ -240,7 +287,8 @@ async def run_judgement(
     rounds = 0
     repaired = False
     final_turn = False
-    nudged = not evidence_first
+    nudged = False
+    log = ReadLog()
     while True:
         # Tools and the answer schema never share a request: while a tool may be called,
         # the answer is free text (providers send the verdict schema only with "none").
@@ -256,11 +304,11 @@ async def run_judgement(
             allowed = tools is not None and rounds < max_tool_rounds and not final_turn
             messages.append(Message("assistant", completion.text, completion.tool_calls))
             if allowed and tools is not None:
-                outputs = await _run_tools(
-                    tools, [(c.name, c.arguments) for c in completion.tool_calls], executor
-                )
-                results = [_tool_result(r) for r in outputs]
-                trace.tool_calls.extend(c.name for c in completion.tool_calls)
+                calls = completion.tool_calls
+                outputs = await _run_tools(tools, [(c.name, c.arguments) for c in calls], executor, log)
+                results, final_turn = _results(outputs, log)
+                ran = zip(calls, outputs, strict=True)
+                trace.tool_calls.extend(c.name for c, out in ran if out is not None)
                 rounds += 1
             else:
                 if repaired:
@@ -274,18 +322,29 @@ async def run_judgement(
         if written and tools is not None and rounds < max_tool_rounds and not final_turn:
             # A tool call written as text wins over a verdict in the same reply.
             messages.append(Message("assistant", completion.text))
-            messages.append(Message("user", await _text_tool_round(tools, written, trace, executor)))
+            answer, final_turn = await _text_tool_round(tools, written, trace, executor, log)
+            messages.append(Message("user", answer))
             rounds += 1
             continue
         unread = tools is not None and not trace.tool_calls
-        if unread and tools is not None and not nudged and not final_turn and rounds < max_tool_rounds:
-            # Evidence first: an answer (or a plan) before anything was read is sent back
-            # once, so the verdict rests on the transcript.
-            nudged = True
-            messages.append(Message("assistant", completion.text or "(empty reply)"))
-            messages.append(Message("user", _nudge(tools, text_tools)))
+        if unread and tools is not None and evidence_first and not final_turn and rounds < max_tool_rounds:
+            # Evidence first: an answer (or a plan) before anything was read is dropped -
+            # kept, a small model repeats it word for word after reading - and the model
+            # is asked to read, with the call to make; a second one gets the transcript's
+            # first lines, read by the judge itself, so the verdict rests on the transcript.
+            if not nudged:
+                nudged = True
+                messages.append(Message("user", _nudge(tools, text_tools)))
+            else:
+                supplied, final_turn = await _supplied_read(tools, trace, executor, log)
+                if messages[-1].content == _nudge(tools, text_tools):
+                    messages.pop()  # the unheeded request to read gives way to the lines
+                messages.append(Message("user", supplied))
+                rounds += 1
             continue
         verdict = find_verdict(completion.text)
+        if verdict is None and final_turn:
+            verdict = cut_off_verdict(completion.text)  # the schema turn ran into the cap
         if verdict is not None:
             ok, reason = verdict
             trace.verdict = ok

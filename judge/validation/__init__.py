@@ -83,9 +83,11 @@ def _hook_findings(
 ) -> list[Finding]:
     found: list[Finding] = []
     if hook.type == "prompt":
-        problem = model_problem(hook.model, env, config.base_dir)
-        if problem:
-            found.append(Finding("error", f"{where}.model", problem))
+        cascade = len(hook.models) > 1
+        for stage, model in enumerate(hook.models):
+            problem = model_problem(model, env, config.base_dir)
+            if problem:
+                found.append(Finding("error", f"{where}.model" + (f"[{stage}]" if cascade else ""), problem))
         errors, warnings = template_problems(hook.prompt or "", event, agent, config.base_dir)
         found += [Finding("error", f"{where}.prompt", m) for m in errors]
         found += [Finding("warning", f"{where}.prompt", m) for m in warnings]

@@ -101,6 +101,8 @@ class AnthropicProvider(SDKProvider):
         }
         if system:
             kwargs["system"] = system
+        if self.temperature is not None and self.features.temperature:
+            kwargs["temperature"] = self.temperature
         if tools and self.features.tools:
             kwargs["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools

@@ -24,7 +24,7 @@ from judge.errors import HookError
 from judge.llm.providers.failures import ConnectionFailure as ConnectionFailure
 from judge.llm.providers.failures import TransientError as TransientError
 from judge.llm.providers.failures import transport_failure
-from judge.llm.providers.features import Feature, Features, max_output_tokens, rejected_feature
+from judge.llm.providers.features import Feature, Features, max_output_tokens, rejected_feature, temperature
 
 Role = Literal["system", "user", "assistant", "tool"]
 ToolChoice = Literal["auto", "none"]
@@ -246,6 +246,7 @@ class SDKProvider:
         structured = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
         self.features = Features(structured_output=structured)
         self.max_output_tokens = max_output_tokens(env)
+        self.temperature = temperature(env)
 
     @staticmethod
     def load_sdk() -> tuple[Any, type[Exception]]:
@@ -295,10 +296,11 @@ class SDKProvider:
                 "structured_output": self.structured_field,
                 "tool_choice": "tool_choice",
                 "tools": "tools",
+                "temperature": "temperature",
             }
             feature = rejected_feature(exc.status_code, error_message(exc), body, fields)
             if feature is not None:
-                # Structured output, tool_choice or tools rejected (older models, local
+                # Structured output, tool_choice, tools or a temperature rejected (older models, local
                 # servers, gateways): ask again without it, and never send it again.
                 self.features.drop(feature)
                 return await self.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)

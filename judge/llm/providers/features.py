@@ -1,7 +1,8 @@
 """Request features a server may not support, and how a rejected one is dropped.
 
 The judge asks for three optional things: the verdict schema as structured output, a
-``tool_choice``, and ``tools`` themselves. Hosted APIs accept them all; local and
+``tool_choice``, and ``tools`` themselves (and a ``temperature`` when
+``JUDGE_TEMPERATURE`` sets one). Hosted APIs accept them all; local and
 compatible servers often do not, and say so in an error answer:
 
 - llama.cpp without ``--jinja``: HTTP 500 ``tools param requires --jinja flag`` (older
@@ -9,6 +10,8 @@ compatible servers often do not, and say so in an error answer:
   (or 500) mentioning the grammar / JSON schema.
 - vLLM without ``--enable-auto-tool-choice --tool-call-parser``: HTTP 400 ``"auto" tool
   choice requires --enable-auto-tool-choice and --tool-call-parser to be set``.
+- Reasoning models (OpenAI's o-series and gpt-5 family) accept only their default
+  temperature: HTTP 400 ``Unsupported value: 'temperature' ...``.
 - Ollama with a model whose template has no tools: HTTP 400 ``<model> does not support
   tools``; older OpenAI-compatible layers reject unknown fields such as
   ``response_format``/``tool_choice`` with a 400/422.
@@ -27,7 +30,7 @@ from typing import Any, Literal
 
 from judge.errors import HookError
 
-Feature = Literal["structured_output", "tool_choice", "tools"]
+Feature = Literal["structured_output", "tool_choice", "tools", "temperature"]
 
 #: Statuses a server answers an unsupported feature with (llama.cpp uses 500/501).
 FEATURE_STATUSES = (400, 422, 500, 501)
@@ -52,6 +55,7 @@ class Features:
     structured_output: bool = True
     tool_choice: bool = True
     tools: bool = True
+    temperature: bool = True
 
     def drop(self, feature: Feature) -> None:
         setattr(self, feature, False)
@@ -76,6 +80,8 @@ def rejected_feature(
             return "tool_choice"
         if "tools" in present:
             return "tools"
+    if "temperature" in present and "temperature" in text:
+        return "temperature"
     if "tools" in present and any(hint in text for hint in _TOOLS_HINTS):
         return "tools"
     if "structured_output" in present and (status == 400 or any(hint in text for hint in _SCHEMA_HINTS)):
@@ -100,4 +106,25 @@ def max_output_tokens(env: Mapping[str, str]) -> int:
         value = 0
     if not 16 <= value <= 1_000_000:
         raise HookError(f"{MAX_OUTPUT_TOKENS_VAR} must be a whole number of tokens from 16 up, got {raw!r}")
+    return value
+
+
+#: Sampling temperature sent with every request (``JUDGE_TEMPERATURE``); unset: the
+#: server's default. Local servers sample at their own default (llama.cpp: 0.8), so two
+#: runs of the same judgement can differ; 0 makes a judge repeatable where the model
+#: allows it. A model that rejects the field gets its default (see :func:`rejected_feature`).
+TEMPERATURE_VAR = "JUDGE_TEMPERATURE"
+
+
+def temperature(env: Mapping[str, str]) -> float | None:
+    """The sampling temperature from the environment, or ``None`` (HookError for a bad value)."""
+    raw = env.get(TEMPERATURE_VAR, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 2.0:
+        raise HookError(f"{TEMPERATURE_VAR} must be a number from 0 to 2, got {raw!r}")
     return value

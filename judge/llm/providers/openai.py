@@ -100,6 +100,8 @@ class OpenAIProvider(SDKProvider):
             "messages": [_to_wire(m) for m in messages],
             "max_completion_tokens": self.max_output_tokens,
         }
+        if self.temperature is not None and self.features.temperature:
+            kwargs["temperature"] = self.temperature
         if tools and self.features.tools:
             kwargs["tools"] = [
                 {
