@@ -10,7 +10,10 @@ from judge.llm.truncated import MARK, MAX_REASON, cut_off_verdict
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"ok": false, "reason": "Tests fail. Tests fail. Tes', (False, "Tests fail. Tests fail. Tes" + MARK)),
+        (
+            '{"ok": false, "reason": "Tests fail. Tests fail. Tes',
+            (False, "Tests fail. Tests fail. Tes" + MARK),
+        ),
         ('```json\n{\n  "ok": true,\n  "reason": "fine but', (True, "fine but" + MARK)),
         ('{"ok": true', (True, None)),
         ('{"ok": false, "reason": "', (False, None)),
