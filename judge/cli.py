@@ -303,7 +303,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--cache", help="cache database (default: DIR/../.judge-cache.sqlite)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.add_argument("--model", action=ModelFlag, help="judge every prompt hook with this tier or model")
+    p.add_argument(
+        "--model",
+        action=ModelFlag,
+        help="judge every prompt hook with this tier or model; repeat it to compare models side by side",
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        metavar="CONFIG",
+        help="judge with this hooks config instead of the suite's; repeat it to compare configs side by side",
+    )
     p.add_argument(
         "--batch",
         action="store_true",

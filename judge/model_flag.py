@@ -1,8 +1,8 @@
-"""``--model TIER_OR_MODEL`` of ``judge eval``: one model for every prompt hook of a run.
+"""``--model TIER_OR_MODEL`` of ``judge eval`` (repeatable): the models a run judges with.
 
-A user points a suite at a real model (or an offline ``fake:`` one) without editing the
-config. The flag is repeatable in the public contract (a side-by-side comparison of
-several models is planned); today one model is accepted and a second is a usage error.
+Once, it points a suite at a real model (or an offline ``fake:`` one) without editing the
+config. Several times, each model is one variant of a side-by-side comparison
+(:mod:`judge.evaluation.compare_cli`); naming the same model twice is a usage error.
 """
 
 from __future__ import annotations
@@ -13,8 +13,21 @@ from collections.abc import Sequence
 from typing import Any
 
 
+def model_key(value: str) -> str:
+    """What makes two spellings the same model: tiers ignore case, providers too."""
+    from judge.llm.tiers import PROVIDERS, canonical_tier
+
+    tier = canonical_tier(value)
+    if tier is not None:
+        return tier
+    prefix, sep, rest = value.partition(":")
+    if sep and prefix.strip().lower() in PROVIDERS:
+        return f"{prefix.strip().lower()}:{rest.strip()}"
+    return value
+
+
 class ModelFlag(argparse.Action):
-    """``--model M``: checked like a hook's ``model``; given twice is an error."""
+    """``--model M``: checked like a hook's ``model``; appended to a list; twice the same is an error."""
 
     def __call__(
         self,
@@ -24,12 +37,7 @@ class ModelFlag(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         value = str(values).strip()
-        previous = getattr(namespace, self.dest, None)
-        if previous is not None:
-            parser.error(
-                f"{option_string} given twice ({previous!r}, {value!r}): one run judges with one "
-                "model; run judge eval once per model to compare"
-            )
+        previous: list[str] = list(getattr(namespace, self.dest, None) or [])
         if not value:
             parser.error(f"{option_string}: name a tier (e.g. ReasoningFast) or a model (e.g. openai:gpt-4o)")
         from judge.validation.models import model_problem  # lazily: the CLI starts fast
@@ -37,4 +45,8 @@ class ModelFlag(argparse.Action):
         problem = model_problem(value, os.environ, None)
         if problem:
             parser.error(f"{option_string} {value}: {problem}")
-        setattr(namespace, self.dest, value)
+        twin = next((p for p in previous if model_key(p) == model_key(value)), None)
+        if twin is not None:
+            same = "" if twin == value else f" (as {twin!r})"
+            parser.error(f"{option_string} {value} given twice{same}: each compared model must differ")
+        setattr(namespace, self.dest, [*previous, value])

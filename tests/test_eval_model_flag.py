@@ -36,14 +36,24 @@ def test_model_replaces_every_prompt_hooks_model_for_one_run(tmp_path: Path) -> 
     assert "fake:heuristic" in (tmp_path / "smoke" / "agent.yaml").read_text()
 
 
-def test_model_given_twice_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        ("fake:allow", "fake:allow", ""),
+        ("Fast", "fast", " (as 'Fast')"),
+        ("openai:x", "OpenAI:x", " (as 'openai:x')"),
+    ],
+)
+def test_the_same_model_twice_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], first: str, second: str, same: str
+) -> None:
     with pytest.raises(SystemExit) as exited:
-        run_eval(tmp_path, "--model", "fake:allow", "--model", "Fast")
+        run_eval(tmp_path, "--model", first, "--model", second)
     assert exited.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "judge eval: error: --model given twice ('fake:allow', 'Fast'): one run judges with one model; "
-        "run judge eval once per model to compare"
+        f"judge eval: error: --model {second} given twice{same}: each compared model must differ"
     )
+    assert not (tmp_path / "out1").exists()  # nothing was judged
 
 
 def test_model_is_checked_like_a_hooks_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -169,9 +169,8 @@ async def test_a_verdict_cut_off_in_the_schema_turn_still_decides(server, fmt, t
 async def test_outside_the_schema_turn_a_cut_off_verdict_gets_the_repair_turn(server, fmt, tmp_path):
     path = lines_file(tmp_path, 300)  # not read in full: the turn after the read offers tools
     cut = '{"ok": true, "reason": "all goo'
-    server.push(
-        call("ReadFile", filePath=str(path), startLine=1, endLine=10), say(cut), verdict(False, "No.")
-    )
+    read = call("ReadFile", filePath=str(path), startLine=1, endLine=10)
+    server.push(read, say(cut), verdict(False, "No."))
     result = await judge(server, fmt, []).evaluate(request_for(path))
     assert (result.ok, result.reason) == (False, "No.")
     assert len(server.requests) == 3

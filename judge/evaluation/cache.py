@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS judgements (
 );
 """
 
+#: The cache file's default name, next to the output folder of ``judge eval``.
+CACHE_NAME = ".judge-cache.sqlite"
 #: Bump when the key derivation changes, so old entries are never misread.
 KEY_VERSION = "2"
 

@@ -22,12 +22,12 @@ from judge.decision import PromptJudge
 from judge.evaluation.batch import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
 from judge.evaluation.batch_state import summary_lines as batch_summary
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
+from judge.evaluation.cache import CACHE_NAME as CACHE_NAME
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.cascade_report import cascade_summary
 from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
 from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import compute_metrics, rounded
-from judge.evaluation.model_override import suite_with_model
 from judge.evaluation.progress import make_progress
 from judge.evaluation.report_html import write_html
 from judge.evaluation.runner import (
@@ -41,10 +41,9 @@ from judge.evaluation.runner import (
     repair_results,
     run_suite,
 )
-from judge.evaluation.suite import Suite, SuiteError, load_suite
+from judge.evaluation.suite import Suite, SuiteError
+from judge.evaluation.variants import VariantProblem, load_variant_suite, plan_variants
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
-
-CACHE_NAME = ".judge-cache.sqlite"
 
 
 def _err(message: str) -> None:
@@ -160,11 +159,16 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             raise UsageProblem(f"--concurrency must be at least 1, got {concurrency}")
         if args.repeats is not None and not 1 <= args.repeats <= 100:
             raise UsageProblem(f"--repeats must be between 1 and 100, got {args.repeats}")
-    except UsageProblem as exc:
+        variants = plan_variants(getattr(args, "model", None), getattr(args, "config", None))
+    except (UsageProblem, VariantProblem) as exc:
         _err(f"judge eval: {exc}")
         return 2
+    if len(variants) > 1:
+        from judge.evaluation.compare_cli import compare_main  # side by side: DIR/<variant>/...
+
+        return compare_main(args, variants, eval_main, judge)
     try:
-        suite = suite_with_model(load_suite(args.suite), getattr(args, "model", None))
+        suite = load_variant_suite(args.suite, variants[0])
     except SuiteError as exc:
         _err(f"judge eval: cannot load suite {args.suite}:")
         for problem in exc.problems:

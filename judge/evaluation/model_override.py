@@ -1,12 +1,10 @@
-"""``judge eval --model TIER_OR_MODEL``: one run with every prompt hook's model replaced
-(the flag itself is :class:`judge.model_flag.ModelFlag`)."""
+"""``judge eval --model TIER_OR_MODEL``: a config with every prompt hook's model replaced
+(the flag itself is :class:`judge.model_flag.ModelFlag`; :mod:`judge.evaluation.variants`
+applies it)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from judge.config import Config, Hook, HookSet
-from judge.evaluation.suite import Suite
 
 
 def _hookset(hooks: HookSet, model: str) -> HookSet:
@@ -32,8 +30,3 @@ def with_model(config: Config, model: str | None) -> Config:
         for name, agent in config.custom_agents.items()
     }
     return config.model_copy(update={"hooks": _hookset(config.hooks, model), "custom_agents": agents})
-
-
-def suite_with_model(suite: Suite, model: str | None) -> Suite:
-    """``suite`` whose config judges with ``model`` (see :func:`with_model`)."""
-    return suite if model is None else dataclasses.replace(suite, config=with_model(suite.config, model))

@@ -20,7 +20,7 @@ from judge.files import open_regular
 TRANSCRIPT_CAP = 100_000
 MAX_LISTED = 500
 
-_CSS = """
+PAGE_CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
 color:#1d2430;padding:0 1rem}
 h1{margin-bottom:.2rem}h2{margin-top:2rem;border-bottom:1px solid #dde3ea;padding-bottom:.3rem}
@@ -259,7 +259,7 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
     title = _e(f"judge eval: {report.get('name') or 'suite'}")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{title}</title><style>{_CSS}</style></head><body>" + "\n".join(body) + "</body></html>\n"
+        f"<title>{title}</title><style>{PAGE_CSS}</style></head><body>" + "\n".join(body) + "</body></html>\n"
     )
 
 

@@ -207,8 +207,11 @@ def _read_text(path: Path, not_found: str, what: str, limit: int = MAX_DOCUMENT_
         raise SuiteError([f"{path}: cannot read: {exc}"]) from None
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Read and validate a suite, its hook config and its cases; raise :class:`SuiteError`."""
+def load_suite(path: str | Path, config_override: str | Path | None = None) -> Suite:
+    """Read and validate a suite, its hook config and its cases; raise :class:`SuiteError`.
+
+    ``config_override`` (``judge eval --config``) replaces the suite's ``config`` (a
+    relative path is taken from the working folder, like any command-line path)."""
     suite_path = Path(path)
     src = str(suite_path)
     text = _read_text(suite_path, f"{src}: suite file not found", "suite file")
@@ -221,9 +224,10 @@ def load_suite(path: str | Path) -> Suite:
         raise SuiteError(_problems(src, exc)) from None
     base_dir = suite_path.resolve().parent
     try:
-        config = load_config(resolve_path(base_dir, doc.config))
+        config_path = resolve_path(base_dir, doc.config) if config_override is None else Path(config_override)
+        config = load_config(config_path)
     except ConfigError as exc:
-        where = exc.source or doc.config
+        where = exc.source or (doc.config if config_override is None else str(config_override))
         raise SuiteError([f"{where}: {p}" for p in exc.problems]) from None
     cases_path = resolve_path(base_dir, doc.cases)
     cases_text = _read_text(
