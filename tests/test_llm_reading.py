@@ -174,3 +174,13 @@ async def test_outside_the_schema_turn_a_cut_off_verdict_gets_the_repair_turn(se
     result = await judge(server, fmt, []).evaluate(request_for(path))
     assert (result.ok, result.reason) == (False, "No.")
     assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_without_a_transcript_every_turn_is_a_schema_turn(server, fmt):
+    context: dict[str, Any] = {"hook_event_name": "Stop", "final_output": "All done."}
+    hook = Hook(type="prompt", prompt="Is the answer complete? $ARGUMENTS", timeout=20)
+    server.push(say('{"ok": false, "reason": "It is not done. It is not done. It is no'))
+    result = await judge(server, fmt, []).evaluate(PromptRequest(hook=hook, context=context))
+    assert (result.ok, result.reason) == (False, "It is not done. It is not done. It is no [...]")
+    assert len(server.requests) == 1 and SCHEMA_FIELD[fmt] in server.requests[0].body

@@ -357,8 +357,8 @@ async def run_judgement(
                 rounds += 1
             continue
         verdict = find_verdict_object(completion.text)
-        if verdict is None and final_turn:
-            cut = cut_off_verdict(completion.text)  # the schema turn ran into the cap
+        if verdict is None and (final_turn or tools is None):
+            cut = cut_off_verdict(completion.text)  # a schema turn ran into the cap
             verdict = (*cut, {}) if cut is not None else None
         if verdict is not None:
             ok, reason, verdict_object = verdict
