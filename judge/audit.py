@@ -21,6 +21,7 @@ from typing import Any
 
 from judge.decision import Decision
 from judge.files import open_regular
+from judge.log_table import LogTable, iter_log
 
 _log = logging.getLogger("judge.audit")
 
@@ -111,18 +112,31 @@ def cascade_fields(decision: Decision) -> dict[str, Any]:
 
 
 class AuditLog:
-    """The two logs in ``data_dir``."""
+    """The logs in ``data_dir`` as JSONL files, or, given a ``table``, in the state database
+    (:mod:`judge.log_table`): the same records either way."""
 
-    def __init__(self, data_dir: str | Path) -> None:
+    def __init__(self, data_dir: str | Path, table: LogTable | None = None) -> None:
         self.data_dir = Path(data_dir)
+        self.table = table
+
+    def _append(self, name: str, record: dict[str, Any]) -> None:
+        if self.table is not None:
+            self.table.append_log(name.removesuffix(".jsonl"), record)
+        else:
+            append_jsonl(self.data_dir / name, record)
+
+    def _read(self, name: str) -> Iterator[dict[str, Any]]:
+        if self.table is not None:
+            return (record for _, record in iter_log(self.table, name.removesuffix(".jsonl")))
+        return read_jsonl(self.data_dir / name)
 
     def tool_calls(self) -> Iterator[dict[str, Any]]:
         """The records of ``audit_log.jsonl`` (see :func:`read_jsonl`)."""
-        return read_jsonl(self.data_dir / AUDIT_LOG)
+        return self._read(AUDIT_LOG)
 
     def session_summaries(self) -> Iterator[dict[str, Any]]:
         """The records of ``session_summaries.jsonl`` (see :func:`read_jsonl`)."""
-        return read_jsonl(self.data_dir / SESSION_SUMMARIES)
+        return self._read(SESSION_SUMMARIES)
 
     def record(
         self, event: str, context: dict[str, Any], decision: Decision, transcript: str | Path | None = None
@@ -156,8 +170,8 @@ class AuditLog:
                 transcript = transcript[:SHADOW_TRANSCRIPT_CHARS]
             except OSError:
                 transcript = None
-        append_jsonl(
-            self.data_dir / SHADOW_LOG,
+        self._append(
+            SHADOW_LOG,
             {
                 "timestamp": now_iso(),
                 "event": event,
@@ -172,8 +186,8 @@ class AuditLog:
         )
 
     def tool_call(self, context: dict[str, Any], decision: Decision) -> None:
-        append_jsonl(
-            self.data_dir / AUDIT_LOG,
+        self._append(
+            AUDIT_LOG,
             {
                 "timestamp": now_iso(),
                 "session_id": context.get("session_id"),
@@ -192,8 +206,8 @@ class AuditLog:
 
     def session_summary(self, context: dict[str, Any], decision: Decision) -> None:
         usage = [h.usage for h in decision.hooks if h.usage is not None]
-        append_jsonl(
-            self.data_dir / SESSION_SUMMARIES,
+        self._append(
+            SESSION_SUMMARIES,
             {
                 "timestamp": now_iso(),
                 "event": decision.event,

@@ -16,7 +16,9 @@ from typing import Any, NoReturn
 from judge import __version__
 from judge.claude_code_cli import add_claude_code_parser
 from judge.errors import ConfigError, ContextError
+from judge.logs_cli import add_logs_parser
 from judge.model_flag import ModelFlag
+from judge.serve_cli import add_serve_parser
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -251,21 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="write audit_log.jsonl / session_summaries.jsonl here")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("serve", help="run the HTTP gate service")
-    p.add_argument("--config", help="agent-level hook configuration (YAML or JSON)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
-    p.add_argument("--data-dir", default="data", help="state DB and audit logs (default: ./data)")
-    p.add_argument("--transcripts-dir", help="execution_summary paths must be inside this folder")
-    p.add_argument("--state", help="postgresql://... shared by replicas (default: SQLite in --data-dir)")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
-    p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")
-    p.add_argument("--header-timeout", type=float, help="seconds to send request headers (default 10)")
-    p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
-    p.set_defaults(func=cmd_serve)
+    add_serve_parser(sub, cmd_serve)
 
     add_claude_code_parser(sub, cmd_claude_code, cmd_claude_code_install)
+    add_logs_parser(sub)
 
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
     p.add_argument("suite", help="suite YAML file")

@@ -46,6 +46,8 @@ from judge.server_limits import (
     raise_fd_limit,
 )
 from judge.server_metrics import MULTIPROC_ENV
+from judge.server_state import LOG_PLACES
+from judge.state import is_database_url
 from judge.validation import load_checked_config
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
@@ -104,6 +106,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         raise ValueError(f"--data-dir {data_dir}: cannot create it: {exc}") from None
     if not os.access(data_dir, os.W_OK):
         raise ValueError(f"--data-dir {data_dir}: not writable")
+    state = getattr(args, "state", None) or None
     transcripts = Path(args.transcripts_dir) if args.transcripts_dir else None
     if transcripts is not None and not transcripts.is_dir():
         raise ValueError(f"--transcripts-dir {transcripts}: not a directory")
@@ -121,9 +124,21 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         max_body=max_body,
         api_token=os.environ.get(TOKEN_ENV) or None,
         max_connections=_max_connections(getattr(args, "max_connections", None)),
-        state=getattr(args, "state", None) or None,
+        state=state,
+        logs=_log_place(getattr(args, "logs", None), state),
         **timeouts,
     )
+
+
+def _log_place(given: str | None, state: str | None) -> str:
+    """``--logs``: as given, else "database" with a PostgreSQL state and "files" without."""
+    if given is None:
+        return "database" if state is not None and is_database_url(state) else "files"
+    if given not in LOG_PLACES:
+        raise ValueError(f"--logs must be one of {', '.join(LOG_PLACES)}, got {given!r}")
+    if given == "database" and not (state is not None and is_database_url(state)):
+        raise ValueError("--logs database needs --state postgresql://... (the logs go in its tables)")
+    return given
 
 
 def _max_connections(given: int | None) -> int:
@@ -196,7 +211,8 @@ def serve_main(args: argparse.Namespace) -> int:
     )
     _err(f"judge serve: listening on http://{host}:{port}")
     _err(
-        f"judge serve: state {store.describe()}, audit logs in {settings.data_dir}, "
+        f"judge serve: state {store.describe()}, "
+        f"logs in {'the state database' if settings.logs == 'database' else settings.data_dir}, "
         f"transcripts dir {settings.transcripts_dir or 'none (execution_summary paths refused)'}, "
         f"max body {settings.max_body} bytes, {auth}, {workers} worker(s)"
     )

@@ -251,6 +251,7 @@ def settings_to_env(config_path: str | None, settings: ServerSettings) -> str:
             "body_timeout": settings.body_timeout,
             "max_connections": settings.max_connections,
             "state": settings.state,
+            "logs": settings.logs,
         }
     )
 
@@ -271,6 +272,7 @@ def app_from_env() -> Starlette:
         body_timeout=float(raw["body_timeout"]),
         max_connections=raw["max_connections"],
         state=raw.get("state"),
+        logs=raw.get("logs", "files"),
     )
     configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
     return create_app(settings)

@@ -14,7 +14,10 @@ What is counted (names as exposed):
 - ``judge_cost_usd_total{model}``: what they cost, for models with a known price;
 - ``judge_requests_rejected_total{status}``: hook requests refused with a 4xx or 5xx;
 - ``judge_state_errors_total``: hook requests answered per ``failMode`` because the state
-  store could not be used (database down, pool exhausted, Stop round wait exceeded).
+  store could not be used (database down, pool exhausted, Stop round wait exceeded);
+- ``judge_log_write_errors_total{log}``: records of a log kept in the database
+  (``--logs database``) that could not be written after the decision was made (the
+  decision is still answered; each loss is also logged as a warning).
 
 ``agent`` is the custom agent named by the context's ``agent_name`` (empty for none).
 
@@ -77,6 +80,12 @@ class GateMetrics:
         self.state_errors = Counter(
             "judge_state_errors", "Hook requests answered per failMode: the state store failed", registry=reg
         )
+        self.log_write_errors = Counter(
+            "judge_log_write_errors",
+            "Log records the state database did not take (the decision was answered)",
+            ["log"],
+            registry=reg,
+        )
 
     def observe(self, event: str, agent: Any, decision: Decision, seconds: float) -> None:
         """Count one decision of ``event`` for the custom agent named ``agent``."""
@@ -103,6 +112,10 @@ class GateMetrics:
                     self.tokens.labels(model, "output").inc(usage.output_tokens)
                 if cost and model:
                     self.cost.labels(model).inc(cost)
+
+    def log_write_error(self, log: str) -> None:
+        """Count a record of ``log`` that could not be written (the decision stands)."""
+        self.log_write_errors.labels(log).inc()
 
     def state_error(self) -> None:
         """Count a hook request the state store failed (answered per failMode)."""

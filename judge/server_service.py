@@ -4,6 +4,7 @@ state store, audit log and judge. :mod:`judge.server_app` routes requests here."
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,11 @@ from judge.server_files import (
 )
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_metrics import GateMetrics
-from judge.server_state import STATE_DB, fail_mode_decision, open_service_store
+from judge.server_state import RECENT_ROWS, STATE_DB, fail_mode_decision, open_log_table, open_service_store
 from judge.session_lock import SessionBusy
 
 __all__ = ["STATE_DB", "ServerSettings", "Service"]
+_log = logging.getLogger("judge.server")
 MAX_SESSION_ID = 256
 #: Validated custom agents kept per worker (re-validated whenever the stored body changes).
 AGENT_CACHE_SIZE = 256
@@ -57,6 +59,8 @@ class ServerSettings:
     max_connections: int | None = None
     #: ``--state``: a ``postgresql://`` URL or a SQLite file; None: ``STATE_DB`` in data_dir.
     state: str | None = None
+    #: ``--logs``: "files" (JSONL in data_dir) or "database" (the PostgreSQL state's table).
+    logs: str = "files"
 
 
 class Service:
@@ -65,7 +69,8 @@ class Service:
     def __init__(self, settings: ServerSettings, judge: PromptJudge | None = None) -> None:
         self.settings = settings
         self.store = open_service_store(settings.state, settings.data_dir)
-        self.audit = AuditLog(settings.data_dir)
+        self.logs = open_log_table(settings.logs, self.store)
+        self.audit = AuditLog(settings.data_dir, self.logs)
         self.judge: PromptJudge = judge if judge is not None else default_judge()
         root = settings.transcripts_dir
         self.transcripts_root = root.resolve() if root is not None else None
@@ -88,8 +93,15 @@ class Service:
 
     async def ui_summary(self, request: Request) -> Response:
         """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""
-        data_dir = self.settings.data_dir
-        return json_response(await asyncio.to_thread(lambda: summarize(read_recent(data_dir))))
+        data_dir, logs = self.settings.data_dir, self.logs
+
+        def recent() -> list[dict[str, Any]]:
+            return logs.recent_log("decisions", RECENT_ROWS) if logs is not None else read_recent(data_dir)
+
+        try:
+            return json_response(await asyncio.to_thread(lambda: summarize(recent())))
+        except StateUnavailable as exc:
+            raise ApiError(503, str(exc)) from None
 
     async def prometheus(self, request: Request) -> Response:
         body, content_type = await asyncio.to_thread(self.metrics.exposition)
@@ -198,8 +210,20 @@ class Service:
         seconds = time.perf_counter() - started
         self.metrics.observe(event, context.get("agent_name"), decision, seconds)
         record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
-        await asyncio.to_thread(append_decision, self.settings.data_dir, record)
+        await asyncio.to_thread(self._log_decision, record)
         return json_response(decision.to_json())
+
+    def _log_decision(self, record: dict[str, Any]) -> None:
+        """Add ``record`` to the live view's log. The decision is answered either way: a
+        database that fails now is counted and logged, not turned into an error."""
+        if self.logs is None:
+            append_decision(self.settings.data_dir, record)
+            return
+        try:
+            self.logs.append_log("decisions", record)
+        except StateUnavailable as exc:
+            self.metrics.log_write_error("decisions")
+            _log.warning("a decision of session %r was not logged: %s", record.get("session"), exc)
 
     async def _engine(self, agent_name: Any) -> Engine:
         """The engine for this request: --config hooks, plus a registered custom agent's.

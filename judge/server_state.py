@@ -10,15 +10,22 @@ hooks' ``failMode`` — the same rule as any other hook error — never with a 5
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from judge.config import STOP_EVENTS
 from judge.decision import Decision, HookOutcome
 from judge.engine import Engine
+from judge.errors import StateUnavailable
+from judge.log_table import LogTable
 from judge.state import StateStore, open_store
+from judge.state_sqlite import SQLiteStore
 
 #: Name of the SQLite state database inside the data dir (the default store).
 STATE_DB = "state.sqlite3"
+#: Decisions the live view reads from the database (the file's tail holds about as many).
+RECENT_ROWS = 5000
+#: ``--logs`` values.
+LOG_PLACES = ("files", "database")
 
 
 def state_spec(state: str | None, data_dir: Path) -> str | Path:
@@ -27,6 +34,23 @@ def state_spec(state: str | None, data_dir: Path) -> str | Path:
 
 def open_service_store(state: str | None, data_dir: Path) -> StateStore:
     return open_store(state_spec(state, data_dir))
+
+
+def open_log_table(logs: str, store: StateStore) -> LogTable | None:
+    """The table the logs go to (``--logs database``), or None for the JSONL files."""
+    if logs == "files":
+        return None
+    if logs != "database":
+        raise StateUnavailable(f"--logs must be one of {', '.join(LOG_PLACES)}, got {logs!r}")
+    if isinstance(store, SQLiteStore):
+        raise StateUnavailable(
+            f"--logs database keeps the logs in a PostgreSQL state database; the state is "
+            f"{store.describe()} (give --state postgresql://... or --logs files)"
+        )
+    from judge.log_table_postgres import PostgresLogTable
+    from judge.state_postgres import PostgresStore
+
+    return PostgresLogTable(cast(PostgresStore, store))
 
 
 def fail_mode_decision(engine: Engine, event: str, context: dict[str, Any], problem: str) -> Decision:

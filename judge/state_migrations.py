@@ -52,6 +52,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             )""",
         ),
     ),
+    Migration(
+        2,
+        "The service's logs as rows: audit, session summaries, shadow verdicts, decisions",
+        (
+            # JSON, not JSONB: a record is kept as written (JSONB refuses \u0000 in strings).
+            """CREATE TABLE judge_log (
+                id BIGSERIAL PRIMARY KEY,
+                kind TEXT NOT NULL,
+                logged_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+                session_id TEXT,
+                record JSON NOT NULL
+            )""",
+            "CREATE INDEX judge_log_kind_id ON judge_log (kind, id)",
+            "CREATE INDEX judge_log_kind_session ON judge_log (kind, session_id, id)",
+            "CREATE INDEX judge_log_kind_logged_at ON judge_log (kind, logged_at)",
+        ),
+    ),
 )
 
 

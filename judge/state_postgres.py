@@ -28,7 +28,7 @@ import hashlib
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeAlias
 from urllib.parse import urlsplit
@@ -157,6 +157,12 @@ class PostgresStore:
         except psycopg.Error as exc:  # the pool's errors (PoolTimeout) are psycopg errors too
             raise self._unavailable(exc) from None
         self.down = False
+
+    def connection(self) -> AbstractContextManager[Conn]:
+        """A connection for other tables of this database (:mod:`judge.log_table_postgres`):
+        the current Stop round's, else a pooled one in autocommit mode; errors become
+        :class:`StateUnavailable`."""
+        return self._conn()
 
     def _wait(self) -> float:
         return DOWN_WAIT if self.down else POOL_WAIT

@@ -108,6 +108,50 @@ def test_custom_agents_are_shared_between_replicas(replicas: list[Service]) -> N
         assert service.request("GET", "/readyz") == (200, {"status": "ready"})
 
 
+def test_logs_of_every_replica_are_in_the_database(replicas: list[Service]) -> None:
+    """--logs defaults to the database with a PostgreSQL state: no replica writes log
+    files, any replica's live view shows the whole fleet, `judge logs` exports them."""
+    first, second, third = replicas
+    _stop(first, "logs-a")
+    _stop(third, "logs-b")
+    tool_call = {"session_id": "logs-c", "tool_name": "Bash", "tool_result": "ok"}
+    status, _ = second.request("POST", "/api/v2/hooks/PostToolUse", tool_call)
+    assert status == 200
+    status, summary = second.request("GET", "/api/v2/ui/summary")
+    assert status == 200
+    sessions = {r["session"] for r in summary["recent"]}
+    assert {"logs-a", "logs-b", "logs-c"} <= sessions
+    for service in replicas:
+        assert "logs in the state database" in service.text()
+        files = {p.name for p in (service.workdir / "data").iterdir()}
+        assert not files & {"decisions.jsonl", "session_summaries.jsonl", "audit_log.jsonl"}, files
+    url = first.args[first.args.index("--state") + 1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "judge", "logs", "sessions", "--state", url, "--session", "logs-b"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    [summary_b] = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (summary_b["session_id"], summary_b["decision"]) == ("logs-b", "block")
+    assert summary_b["rejectionCount"] == 1
+
+
+def test_logs_can_stay_in_files_with_a_database_state(pg_url: str, tmp_path: Path) -> None:
+    (tmp_path / "agent.yaml").write_text(REPLICA_CONFIG)
+    service = Service(tmp_path, [*_serve_args(tmp_path, pg_url), "--logs", "files"]).start()
+    try:
+        assert _stop(service, "files-a")["decision"] == "block"
+        assert (tmp_path / "data" / "session_summaries.jsonl").is_file()
+        assert (tmp_path / "data" / "decisions.jsonl").is_file()
+    finally:
+        assert service.stop() == 0
+
+
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
@@ -246,7 +290,11 @@ def _down_mid_request(service: Service, cluster: PostgresCluster, folder: Path) 
     )
     status, error = service.request("GET", "/api/v2/extendedAgent/agents/reviewer")
     assert status == 503 and "state database" in error["error"]
-    assert "judge_state_errors_total 2.0" in _text(service, "/metrics")
+    metrics = _text(service, "/metrics")
+    assert "judge_state_errors_total 2.0" in metrics
+    # Both answers were given; their live-view records could not be kept (and say so).
+    assert 'judge_log_write_errors_total{log="decisions"} 2.0' in metrics
+    assert service.text().count("was not logged: state database") == 2
 
     # Back up: the pool reconnects; the failed round saved nothing.
     cluster.restart()

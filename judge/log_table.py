@@ -1,0 +1,69 @@
+"""The service's logs kept as rows of the state database instead of JSONL files.
+
+With ``judge serve --state postgresql://...`` the logs default to the database
+(``--logs database``): every replica writes its audit records, session summaries, shadow
+verdicts and live-view decisions into one table, so ``GET /ui`` on any replica shows the
+whole fleet and ``judge logs`` exports any of them as the JSONL the files would hold.
+Without a database (``--logs files``) each replica writes the files of its ``--data-dir``
+(:mod:`judge.audit`, :mod:`judge.decision_log`).
+
+A log is named by its file's stem (:data:`KINDS`); a record is the same JSON object in
+either place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+#: The logs, by name (the stem of each file in ``--data-dir``): what each holds.
+KINDS: dict[str, str] = {
+    "audit_log": "one record per PostToolUse call (the tool, its input and result, the decision)",
+    "session_summaries": "one record per Stop/SubagentStop decision",
+    "shadow_log": "what shadow hooks would have decided, with what they judged",
+    "decisions": "every decision the service answered (the live view's source)",
+}
+#: Short names ``judge logs`` also accepts.
+ALIASES = {"audit": "audit_log", "sessions": "session_summaries", "shadow": "shadow_log"}
+#: Rows read per query when a whole log is read.
+PAGE = 1000
+
+
+class LogTable(Protocol):
+    """Where the logs go when they are kept in a database."""
+
+    def append_log(self, kind: str, record: dict[str, Any]) -> int:
+        """Store ``record`` in log ``kind``; its row id (ids grow with time)."""
+        ...
+
+    def read_log(
+        self, kind: str, *, after: int = 0, limit: int = PAGE, session: str | None = None
+    ) -> list[tuple[int, dict[str, Any]]]:
+        """Up to ``limit`` records of ``kind`` with ids above ``after``, oldest first
+        (``session``: only that session's)."""
+        ...
+
+    def recent_log(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        """The newest ``limit`` records of ``kind``, oldest first."""
+        ...
+
+
+def kind_of(name: str) -> str:
+    """The log named ``name`` (a kind or an alias); ValueError naming the choices."""
+    kind = ALIASES.get(name, name)
+    if kind not in KINDS:
+        choices = ", ".join([*ALIASES, *KINDS])
+        raise ValueError(f"unknown log {name!r} (choose one of: {choices})")
+    return kind
+
+
+def iter_log(
+    table: LogTable, kind: str, *, after: int = 0, session: str | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every record of ``kind`` after id ``after``, a page at a time, oldest first."""
+    while True:
+        rows = table.read_log(kind, after=after, limit=PAGE, session=session)
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        after = rows[-1][0]

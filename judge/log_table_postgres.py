@@ -1,0 +1,82 @@
+"""The logs as rows of the PostgreSQL state database (table ``judge_log``, migration 2).
+
+One row per record: its log (``kind``), when it was written, its session (for queries)
+and the record itself as ``JSON`` (kept as written). Rows written during a Stop round go
+in with the round's transaction, so a session's count and its summary commit together.
+
+The live-view log (``decisions``) is pruned as it grows: every :data:`PRUNE_EVERY`-th
+decision deletes the decisions older than :data:`DECISIONS_KEPT`. The audit logs are the
+record and are never deleted by judge (see docs/deployment.md for retention).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from psycopg.types.json import Json
+
+from judge.state_postgres import PostgresStore
+
+#: The live view's log keeps this much history in the database.
+DECISIONS_KEPT = timedelta(days=7)
+#: How often (in decisions written) the old ones are deleted.
+PRUNE_EVERY = 1000
+#: Longest session id stored in the indexed column (the record keeps it whole).
+SESSION_CHARS = 256
+
+
+def _dumps(record: Any) -> str:
+    return json.dumps(record, ensure_ascii=True, default=str)
+
+
+def _session(record: dict[str, Any]) -> str | None:
+    value = record.get("session_id", record.get("session"))
+    return value[:SESSION_CHARS] if isinstance(value, str) and value else None
+
+
+class PostgresLogTable:
+    """The logs of the service replicas sharing ``store``'s database."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def describe(self) -> str:
+        return f"table judge_log of {self.store.describe()}"
+
+    def append_log(self, kind: str, record: dict[str, Any]) -> int:
+        with self.store.connection() as conn:
+            row = conn.execute(
+                "INSERT INTO judge_log (kind, session_id, record) VALUES (%s, %s, %s) RETURNING id",
+                (kind, _session(record), Json(record, dumps=_dumps)),
+            ).fetchone()
+            assert row is not None
+            row_id = int(row[0])
+            if kind == "decisions" and row_id % PRUNE_EVERY == 0:
+                conn.execute(
+                    "DELETE FROM judge_log WHERE kind = 'decisions' AND logged_at < now() - %s",
+                    (DECISIONS_KEPT,),
+                )
+        return row_id
+
+    def read_log(
+        self, kind: str, *, after: int = 0, limit: int = 1000, session: str | None = None
+    ) -> list[tuple[int, dict[str, Any]]]:
+        query = "SELECT id, record FROM judge_log WHERE kind = %s AND id > %s"
+        params: list[Any] = [kind, after]
+        if session is not None:
+            query += " AND session_id = %s"
+            params.append(session[:SESSION_CHARS])
+        query += " ORDER BY id LIMIT %s"
+        params.append(limit)
+        with self.store.connection() as conn:
+            rows = conn.execute(query, params).fetchall()
+        return [(int(r[0]), r[1]) for r in rows if isinstance(r[1], dict)]
+
+    def recent_log(self, kind: str, limit: int) -> list[dict[str, Any]]:
+        with self.store.connection() as conn:
+            rows = conn.execute(
+                "SELECT record FROM judge_log WHERE kind = %s ORDER BY id DESC LIMIT %s", (kind, limit)
+            ).fetchall()
+        return [r[0] for r in reversed(rows) if isinstance(r[0], dict)]
