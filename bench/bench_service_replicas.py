@@ -214,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
             ]
             url = cluster.create_database("replicas")
             layouts.append((f"PostgreSQL, {n} replicas", [["--state", url]] * n, pg))
+            # The default above keeps the logs in the database too; this row keeps them in files.
+            files = ["--state", cluster.create_database("replicas_files"), "--logs", "files"]
+            layouts.append((f"PostgreSQL, {n} replicas, --logs files", [files] * n, pg))
             for index, (label, extras, extra_pids) in enumerate(layouts):
                 services: list[Serve] = []
                 try:

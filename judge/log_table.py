@@ -36,6 +36,10 @@ class LogTable(Protocol):
         """Store ``record`` in log ``kind``; its row id (ids grow with time)."""
         ...
 
+    def append_many(self, kind: str, records: list[dict[str, Any]]) -> list[int]:
+        """Store ``records`` in log ``kind``, in order, in one statement; their row ids."""
+        ...
+
     def read_log(
         self, kind: str, *, after: int = 0, limit: int = PAGE, session: str | None = None
     ) -> list[tuple[int, dict[str, Any]]]:

@@ -4,9 +4,10 @@ One row per record: its log (``kind``), when it was written, its session (for qu
 and the record itself as ``JSON`` (kept as written). Rows written during a Stop round go
 in with the round's transaction, so a session's count and its summary commit together.
 
-The live-view log (``decisions``) is pruned as it grows: every :data:`PRUNE_EVERY`-th
-decision deletes the decisions older than :data:`DECISIONS_KEPT`. The audit logs are the
-record and are never deleted by judge (see docs/deployment.md for retention).
+The live-view log (``decisions``, written in batches by :mod:`judge.log_buffer`) is
+pruned as it grows: every :data:`PRUNE_EVERY`-th decision deletes the decisions older
+than :data:`DECISIONS_KEPT`. The audit logs are the record and are never deleted by
+judge (see docs/deployment.md for retention).
 """
 
 from __future__ import annotations
@@ -15,16 +16,32 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from psycopg.types.json import Json
-
 from judge.state_postgres import PostgresStore
 
 #: The live view's log keeps this much history in the database.
 DECISIONS_KEPT = timedelta(days=7)
 #: How often (in decisions written) the old ones are deleted.
 PRUNE_EVERY = 1000
+#: Logs whose commits do not wait for the WAL flush (``synchronous_commit`` off for that
+#: transaction only): the live view's, like its file, is for watching, not the record; a
+#: database crash may lose its last fraction of a second, never corrupt it.
+UNFLUSHED = frozenset({"decisions"})
 #: Longest session id stored in the indexed column (the record keeps it whole).
 SESSION_CHARS = 256
+
+
+# Rows in the order given (WITH ORDINALITY): ids grow in that order.
+_ROWS = "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS r(session_id, record, n)"
+_INSERT = (
+    f"INSERT INTO judge_log (kind, session_id, record) SELECT %s, r.session_id, r.record::json {_ROWS} "
+    "ORDER BY r.n RETURNING id"
+)
+# One statement (its own transaction in autocommit mode) that turns synchronous_commit off
+# for itself: set_config(..., true) lasts until the end of the transaction, its commit included.
+_INSERT_UNFLUSHED = (
+    f"INSERT INTO judge_log (kind, session_id, record) SELECT %s, r.session_id, r.record::json {_ROWS}, "
+    "(SELECT set_config('synchronous_commit', 'off', true)) AS unflushed ORDER BY r.n RETURNING id"
+)
 
 
 def _dumps(record: Any) -> str:
@@ -46,19 +63,23 @@ class PostgresLogTable:
         return f"table judge_log of {self.store.describe()}"
 
     def append_log(self, kind: str, record: dict[str, Any]) -> int:
+        return self.append_many(kind, [record])[0]
+
+    def append_many(self, kind: str, records: list[dict[str, Any]]) -> list[int]:
+        if not records:
+            return []
+        sessions = [_session(r) for r in records]
+        texts = [_dumps(r) for r in records]
         with self.store.connection() as conn:
-            row = conn.execute(
-                "INSERT INTO judge_log (kind, session_id, record) VALUES (%s, %s, %s) RETURNING id",
-                (kind, _session(record), Json(record, dumps=_dumps)),
-            ).fetchone()
-            assert row is not None
-            row_id = int(row[0])
-            if kind == "decisions" and row_id % PRUNE_EVERY == 0:
+            unflushed = kind in UNFLUSHED and not conn.info.transaction_status  # its own transaction
+            insert = _INSERT_UNFLUSHED if unflushed else _INSERT
+            ids = sorted(int(r[0]) for r in conn.execute(insert, (kind, sessions, texts)).fetchall())
+            if kind == "decisions" and (ids[0] - 1) // PRUNE_EVERY != ids[-1] // PRUNE_EVERY:
                 conn.execute(
                     "DELETE FROM judge_log WHERE kind = 'decisions' AND logged_at < now() - %s",
                     (DECISIONS_KEPT,),
                 )
-        return row_id
+        return ids
 
     def read_log(
         self, kind: str, *, after: int = 0, limit: int = 1000, session: str | None = None

@@ -202,7 +202,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
         try:
             yield
         finally:
-            service.store.close()
+            await asyncio.to_thread(service.close)
 
     handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, handler, list[str]]] = [

@@ -113,9 +113,9 @@ class GateMetrics:
                 if cost and model:
                     self.cost.labels(model).inc(cost)
 
-    def log_write_error(self, log: str) -> None:
-        """Count a record of ``log`` that could not be written (the decision stands)."""
-        self.log_write_errors.labels(log).inc()
+    def log_write_error(self, log: str, count: int = 1) -> None:
+        """Count ``count`` records of ``log`` that could not be written (the decisions stand)."""
+        self.log_write_errors.labels(log).inc(count)
 
     def state_error(self) -> None:
         """Count a hook request the state store failed (answered per failMode)."""

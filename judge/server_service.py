@@ -21,6 +21,7 @@ from judge.decision_log import append_decision, read_recent, record_of, summariz
 from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError, StateUnavailable
 from judge.gate import Gate
+from judge.log_buffer import BufferedLog
 from judge.server_agents import AGENT_NAME, agent_from_document, agent_properties, check_name
 from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
 from judge.server_files import (
@@ -71,6 +72,10 @@ class Service:
         self.store = open_service_store(settings.state, settings.data_dir)
         self.logs = open_log_table(settings.logs, self.store)
         self.audit = AuditLog(settings.data_dir, self.logs)
+        #: The live view's records, written to the database in batches (``--logs database``).
+        self.decision_log = (
+            BufferedLog(self.logs, "decisions", self._decisions_lost) if self.logs is not None else None
+        )
         self.judge: PromptJudge = judge if judge is not None else default_judge()
         root = settings.transcripts_dir
         self.transcripts_root = root.resolve() if root is not None else None
@@ -93,10 +98,13 @@ class Service:
 
     async def ui_summary(self, request: Request) -> Response:
         """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""
-        data_dir, logs = self.settings.data_dir, self.logs
+        data_dir, logs, buffered = self.settings.data_dir, self.logs, self.decision_log
 
         def recent() -> list[dict[str, Any]]:
-            return logs.recent_log("decisions", RECENT_ROWS) if logs is not None else read_recent(data_dir)
+            if logs is None or buffered is None:
+                return read_recent(data_dir)
+            buffered.flush()  # this replica's newest answers too
+            return logs.recent_log("decisions", RECENT_ROWS)
 
         try:
             return json_response(await asyncio.to_thread(lambda: summarize(recent())))
@@ -210,20 +218,22 @@ class Service:
         seconds = time.perf_counter() - started
         self.metrics.observe(event, context.get("agent_name"), decision, seconds)
         record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
-        await asyncio.to_thread(self._log_decision, record)
+        if self.decision_log is not None:
+            self.decision_log.add(record)
+        else:
+            await asyncio.to_thread(append_decision, self.settings.data_dir, record)
         return json_response(decision.to_json())
 
-    def _log_decision(self, record: dict[str, Any]) -> None:
-        """Add ``record`` to the live view's log. The decision is answered either way: a
-        database that fails now is counted and logged, not turned into an error."""
-        if self.logs is None:
-            append_decision(self.settings.data_dir, record)
-            return
-        try:
-            self.logs.append_log("decisions", record)
-        except StateUnavailable as exc:
-            self.metrics.log_write_error("decisions")
-            _log.warning("a decision of session %r was not logged: %s", record.get("session"), exc)
+    def _decisions_lost(self, count: int, problem: Exception) -> None:
+        """Records of the live view the database did not take: the answers stand; say so."""
+        self.metrics.log_write_error("decisions", count)
+        _log.warning("%d decision record(s) were not logged: %s", count, problem)
+
+    def close(self) -> None:
+        """Write what is still buffered and close the state store."""
+        if self.decision_log is not None:
+            self.decision_log.close()
+        self.store.close()
 
     async def _engine(self, agent_name: Any) -> Engine:
         """The engine for this request: --config hooks, plus a registered custom agent's.

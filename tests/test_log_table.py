@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -177,3 +178,34 @@ def test_serve_refuses_database_logs_without_a_database_state(tmp_path: Path) ->
     )
     assert done.returncode == 1
     assert "--logs database needs --state postgresql://" in done.stderr and "listening" not in done.stderr
+
+
+def test_live_view_commits_skip_the_flush_without_leaking_the_setting(table: PostgresLogTable) -> None:
+    table.append_log("decisions", {"session": "s", "n": 1})
+    with table.store.connection() as conn:
+        # The pooled connection is back to the server's default after that commit.
+        assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+
+    class Abandoned(Exception):
+        pass
+
+    async def round_that_fails() -> None:
+        async with table.store.session_round("s"):
+            # Inside a Stop round the row joins the round's transaction (and the setting,
+            # which would outlive the insert there, is left alone).
+            table.append_log("decisions", {"session": "s", "n": 2})
+            with table.store.connection() as conn:
+                assert conn.execute("SHOW synchronous_commit").fetchone() == ("on",)
+            raise Abandoned
+
+    with pytest.raises(Abandoned):
+        asyncio.run(round_that_fails())
+    assert [r["n"] for r in table.recent_log("decisions", 5)] == [1]  # rolled back with the round
+
+
+def test_a_batch_keeps_its_order(table: PostgresLogTable) -> None:
+    ids = table.append_many("decisions", [{"session": f"s{n}", "n": n} for n in range(50)])
+    assert ids == sorted(ids) and len(set(ids)) == 50
+    assert [r["n"] for r in table.recent_log("decisions", 100)] == list(range(50))
+    assert [r["n"] for _, r in table.read_log("decisions", session="s7")] == [7]
+    assert table.append_many("decisions", []) == []
