@@ -79,6 +79,24 @@ def test_an_error_answer_shows_no_lines(tmp_path):
     assert log.is_repeat("ReadFile", {"filePath": str(tools.path), "startLine": 9, "endLine": 12})
 
 
+def test_only_calls_that_showed_the_transcript_count_as_reading(tmp_path):
+    tools, log = TranscriptTools(lines_file(tmp_path, 5)), ReadLog()
+    for name, arguments in [
+        ("ReadFile", {"filePath": str(tools.path), "startLine": "one"}),  # bad arguments
+        ("ReadFile", {"filePath": str(tools.path), "startLine": 9, "endLine": 12}),  # past the end
+        ("GrepSearch", {"query": ""}),
+        ("read_file", {}),  # not a tool
+    ]:
+        log.record(name, arguments, tools.call(name, arguments))
+        assert not log.has_read(), name
+    grep = {"query": "no such words", "isRegexp": False}
+    log.record("GrepSearch", grep, tools.call("GrepSearch", grep))
+    assert log.has_read()  # a search that ran: finding nothing is evidence too
+    other = ReadLog()
+    read(other, tools, 2, 3)
+    assert other.has_read()
+
+
 # End to end: the real SDKs against the local LLM server.
 
 
@@ -184,3 +202,34 @@ async def test_without_a_transcript_every_turn_is_a_schema_turn(server, fmt):
     result = await judge(server, fmt, []).evaluate(PromptRequest(hook=hook, context=context))
     assert (result.ok, result.reason) == (False, "It is not done. It is not done. It is no [...]")
     assert len(server.requests) == 1 and SCHEMA_FIELD[fmt] in server.requests[0].body
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_calls_that_read_nothing_do_not_excuse_the_verdict(server, fmt, tmp_path):
+    path = lines_file(tmp_path, 20)
+    bad = call("ReadFile", filePath=str(path), startLine="first", endLine=10)
+    server.push(bad, verdict(True), verdict(True), verdict(False, "Step 20 is missing."))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(path))
+    assert (result.ok, result.reason) == (False, "Step 20 is missing.")
+    assert len(server.requests) == 4  # the bad call, the nudge, the judge's own read, the verdict
+    assert "read for you" in json.dumps(server.requests[3].messages[-1]) and "step 20" in json.dumps(
+        server.requests[3].messages[-1]
+    )
+    assert traces[0].tool_calls == ["ReadFile", "judge:ReadFile"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_verdict_in_the_final_turn_with_nothing_read_gets_the_lines_first(server, fmt, tmp_path):
+    path = lines_file(tmp_path, 20)
+    bad = call("ReadFile", filePath=str(path), startLine="first", endLine=10)
+    # The repeat of the bad call is not run and ends the reading: the next turn is the
+    # schema turn, where the verdict would have been taken with nothing read.
+    server.push(bad, bad, verdict(True), verdict(False, "Step 20 is missing."))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(path))
+    assert (result.ok, result.reason) == (False, "Step 20 is missing.")
+    assert len(server.requests) == 4
+    assert is_final_turn(fmt, server.requests[2].body) and is_final_turn(fmt, server.requests[3].body)
+    assert "read for you" in json.dumps(server.requests[3].messages[-1])
+    assert traces[0].tool_calls == ["ReadFile", "judge:ReadFile"]

@@ -301,7 +301,7 @@ async def run_judgement(
     rounds = 0
     repaired = False
     final_turn = False
-    nudged = False
+    nudged = supplied = False
     log = ReadLog()
     while True:
         # Tools and the answer schema never share a request: while a tool may be called,
@@ -340,20 +340,22 @@ async def run_judgement(
             messages.append(Message("user", answer))
             rounds += 1
             continue
-        unread = tools is not None and not trace.tool_calls
-        if unread and tools is not None and evidence_first and not final_turn and rounds < max_tool_rounds:
-            # Evidence first: an answer (or a plan) before anything was read is dropped -
-            # kept, a small model repeats it word for word after reading - and the model
-            # is asked to read, with the call to make; a second one gets the transcript's
-            # first lines, read by the judge itself, so the verdict rests on the transcript.
-            if not nudged:
+        if tools is not None and evidence_first and not log.has_read() and not supplied:
+            # Evidence first: an answer (or a plan) before anything was read - no call, or
+            # only calls that failed - is dropped (kept, a small model repeats it word for
+            # word after reading) and the model is asked to read, with the call to make; a
+            # second one, or one at the round limit, gets the transcript's first lines read
+            # by the judge itself, so no verdict on a transcript rests on nothing read.
+            if not nudged and not final_turn and rounds < max_tool_rounds:
                 nudged = True
                 messages.append(Message("user", _nudge(tools, text_tools)))
             else:
-                supplied, final_turn = await _supplied_read(tools, trace, executor, log)
+                supplied = True
+                shown, done = await _supplied_read(tools, trace, executor, log)
+                final_turn = final_turn or done
                 if messages[-1].content == _nudge(tools, text_tools):
                     messages.pop()  # the unheeded request to read gives way to the lines
-                messages.append(Message("user", supplied))
+                messages.append(Message("user", shown))
                 rounds += 1
             continue
         verdict = find_verdict_object(completion.text)

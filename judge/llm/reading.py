@@ -20,6 +20,8 @@ from typing import Any
 
 _WINDOW = re.compile(r"^(?:\(Note:[^\n]*\n)?Transcript lines (\d+)-(\d+) of (\d+):", re.MULTILINE)
 _CLIPPED = "… [line truncated:"
+#: How the tools' answers that searched nothing begin (bad arguments, unknown tool...).
+_NOTHING_SHOWN = "Error:"
 
 REPEATED = (
     "Not run again: you already made this call and its result is above. Do not repeat a "
@@ -39,6 +41,12 @@ class ReadLog:
         self._shown: list[tuple[int, int]] = []  # merged, sorted line ranges
         self._total: int | None = None
         self._clipped = False
+        self._read = False
+
+    def has_read(self) -> bool:
+        """Whether any call has looked at the transcript: a ReadFile window, or a search
+        that ran (its matches or none); not an error or a window past the end."""
+        return self._read
 
     @staticmethod
     def _key(name: str, arguments: dict[str, Any] | None) -> str:
@@ -61,10 +69,13 @@ class ReadLog:
         """Note a call that was run and what its output showed."""
         self._calls.add(self._key(name, arguments))
         if name != "ReadFile":
+            if not output.lstrip().startswith(_NOTHING_SHOWN):
+                self._read = True  # a search ran: its matches, or that nothing matches
             return
         found = _WINDOW.search(output)
         if found is None:
             return
+        self._read = True
         start, end, total = (int(group) for group in found.groups())
         self._total = total
         if _CLIPPED in output:
