@@ -233,3 +233,18 @@ async def test_a_verdict_in_the_final_turn_with_nothing_read_gets_the_lines_firs
     assert is_final_turn(fmt, server.requests[2].body) and is_final_turn(fmt, server.requests[3].body)
     assert "read for you" in json.dumps(server.requests[3].messages[-1])
     assert traces[0].tool_calls == ["ReadFile", "judge:ReadFile"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_written_calls_refused_until_the_round_limit_do_not_excuse_the_verdict(server, fmt, tmp_path):
+    path = lines_file(tmp_path, 20)
+    # A call written as text whose arguments do not fit the tool is refused, not run.
+    refused = say(json.dumps({"name": "ReadFile", "arguments": {"filePath": str(path), "startLine": "one"}}))
+    server.push(*[refused] * 10, verdict(True), verdict(False, "Step 20 is missing."))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(path))
+    assert (result.ok, result.reason) == (False, "Step 20 is missing.")
+    assert len(server.requests) == 12
+    assert "Error" in json.dumps(server.requests[1].messages[-1])  # the refusal went back
+    assert "read for you" in json.dumps(server.requests[11].messages[-1])
+    assert traces[0].tool_calls == ["judge:ReadFile"]
