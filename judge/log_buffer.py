@@ -77,7 +77,7 @@ class BufferedLog:
                 return
             try:
                 self.table.append_many(self.kind, batch)
-            except StateUnavailable as exc:
+            except Exception as exc:
                 self.on_lost(len(batch), exc)
 
     def close(self, timeout: float = 10.0) -> None:

@@ -90,3 +90,19 @@ def test_losses_are_reported_with_their_count_and_the_next_batch_goes_through(
     buffered.close()
     assert time.monotonic() - started < 5
     assert table.batches == [[{"n": 3}]]
+
+
+def test_a_batch_failing_in_an_unexpected_way_is_reported_and_the_writer_goes_on() -> None:
+    table = Table()
+    buffered, lost = _buffer(table, interval=0.05)
+    buffered.add({"n": 1})
+    table.append_many = lambda kind, records: (_ for _ in ()).throw(TypeError("not JSON"))  # type: ignore[method-assign]
+    deadline = time.monotonic() + 10
+    while not lost and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert lost == [(1, "not JSON")]
+    del table.append_many  # back to the class's method
+    buffered.add({"n": 2})
+    assert table.written.wait(10)
+    buffered.close()
+    assert table.batches == [[{"n": 2}]]
