@@ -2,9 +2,10 @@
 
 The table ``judge_schema_version`` holds one row per applied migration (version,
 description, when). Every service process runs :func:`migrate` when it opens the
-database: under a transaction-scoped advisory lock, so replicas starting together apply
-each migration exactly once, and in one transaction, so a failed upgrade leaves the
-previous schema intact. A database whose version is newer than this judge knows is
+database. A current schema costs one read (no DDL, so a user without ``CREATE`` can run
+judge); an older one is upgraded under a transaction-scoped advisory lock, so replicas
+starting together apply each migration exactly once, and in one transaction, so a failed
+upgrade leaves the previous schema intact. A database whose version is newer than this judge knows is
 refused (an older replica must not write into a schema it does not understand).
 
 Migrations are append-only: a released one is never edited; a change of schema is a new
@@ -90,6 +91,11 @@ def migrate(conn: Any, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[i
     versions applied now (empty when it was up to date)."""
     latest = latest_version(migrations)
     applied: list[int] = []
+    current = schema_version(conn)
+    if current == latest:
+        # Up to date: nothing to lock or create, so a user with only SELECT, INSERT, UPDATE
+        # and DELETE on the tables (no CREATE) can use the database.
+        return applied
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         conn.execute(

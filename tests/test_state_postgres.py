@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from judge.errors import StateUnavailable
+from judge.log_table_postgres import PostgresLogTable
 from judge.session_lock import SessionBusy
 from judge.state import open_store
 from judge.state_migrations import MIGRATIONS, Migration, migrate, schema_version
@@ -196,6 +197,34 @@ def test_replicas_starting_together_migrate_once(pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT version FROM judge_schema_version ORDER BY version").fetchall()
     assert [r[0] for r in rows] == [m.version for m in MIGRATIONS]
+
+
+def test_a_current_database_needs_no_create_privilege(pg_url: str) -> None:
+    """As documented: CREATE the first time (migrations), then only the table privileges;
+    a read-only user can export the logs."""
+    PostgresStore(pg_url).close()  # the owner migrates
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for role in ("judge_writer", "judge_reader"):
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        conn.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO judge_writer")
+        conn.execute("GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO judge_writer")
+        conn.execute("GRANT SELECT ON ALL TABLES IN SCHEMA public TO judge_reader")
+    writer = PostgresStore(pg_url.replace("judge@", "judge_writer@", 1))
+    try:
+        assert writer.increment_rejection_count("s") == 1
+        PostgresLogTable(writer).append_log("audit_log", {"session_id": "s", "tool_name": "Bash"})
+    finally:
+        writer.close()
+    reader = PostgresStore(pg_url.replace("judge@", "judge_reader@", 1))
+    try:
+        assert reader.rejection_count("s") == 1
+        assert [r["tool_name"] for _, r in PostgresLogTable(reader).read_log("audit_log")] == ["Bash"]
+        with pytest.raises(StateUnavailable, match="permission denied"):
+            reader.increment_rejection_count("s")
+    finally:
+        reader.close()
 
 
 # ---------------------------------------------------------------------------
