@@ -9,6 +9,7 @@ finish (their audit lines are written whole), then the process exits 0.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import math
 import os
@@ -19,6 +20,7 @@ import sqlite3
 import sys
 import tempfile
 import threading
+from collections.abc import Generator
 from pathlib import Path
 
 import uvicorn
@@ -209,6 +211,7 @@ def serve_main(args: argparse.Namespace) -> int:
     auth = (
         "bearer token required" if settings.api_token else "no auth (set JUDGE_API_TOKEN to require a token)"
     )
+    _keep_signals_quiet()  # from here a SIGTERM/SIGINT is kept for uvicorn, never lost
     _err(f"judge serve: listening on http://{host}:{port}")
     _err(
         f"judge serve: state {store.describe()}, "
@@ -221,7 +224,6 @@ def serve_main(args: argparse.Namespace) -> int:
         f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s"
     )
     configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
-    _keep_signals_quiet()
     try:
         if workers > 1:
             store.close()  # each worker opens its own
@@ -236,20 +238,43 @@ def serve_main(args: argparse.Namespace) -> int:
                 access_log=False,
                 lifespan="on",
             )
-            uvicorn.Server(config).run(sockets=[sock])
+            _Server(config).run(sockets=[sock])
     finally:
         sock.close()
     _err("judge serve: stopped")
     return 0
 
 
+#: SIGINT/SIGTERM received after "listening" was printed and before uvicorn took over its
+#: signals: handed to uvicorn when it starts (a stop sent right after start-up is obeyed).
+_EARLY_SIGNALS: list[int] = []
+
+
 def _keep_signals_quiet() -> None:
-    """After a graceful shutdown uvicorn re-raises the signal it caught; a handler that
-    does nothing lets serve_main return 0 instead of dying by SIGTERM/KeyboardInterrupt."""
+    """Hold SIGINT/SIGTERM until uvicorn handles them (see :data:`_EARLY_SIGNALS`). After a
+    graceful shutdown uvicorn re-raises the signal it caught; this handler then only notes
+    it, so serve_main returns 0 instead of dying by SIGTERM/KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread():
         return
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: None)
+        signal.signal(sig, lambda sig, _frame: _EARLY_SIGNALS.append(sig))
+
+
+def _early_signals() -> list[int]:
+    taken = list(_EARLY_SIGNALS)
+    _EARLY_SIGNALS.clear()
+    return taken
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, obeying a stop signal that came before its own handlers."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        with super().capture_signals():
+            for sig in _early_signals():
+                self.handle_exit(sig, None)
+            yield
 
 
 def _run_workers(
@@ -276,6 +301,8 @@ def _run_workers(
         lifespan="on",
     )
     try:
-        Multiprocess(config, sockets=[sock]).run()
+        supervisor = Multiprocess(config, sockets=[sock])  # its signal handlers are set now
+        supervisor.signal_queue.extend(_early_signals())
+        supervisor.run()
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
