@@ -52,6 +52,12 @@ class LogTable(Protocol):
         ...
 
 
+def session_of(record: dict[str, Any]) -> str | None:
+    """The session a record belongs to (``session_id``; ``session`` in the live view's)."""
+    value = record.get("session_id", record.get("session"))
+    return value if isinstance(value, str) and value else None
+
+
 def kind_of(name: str) -> str:
     """The log named ``name`` (a kind or an alias); ValueError naming the choices."""
     kind = ALIASES.get(name, name)

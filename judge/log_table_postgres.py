@@ -16,6 +16,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from judge.log_table import PAGE, session_of
 from judge.state_postgres import PostgresStore
 
 #: The live view's log keeps this much history in the database.
@@ -48,9 +49,9 @@ def _dumps(record: Any) -> str:
     return json.dumps(record, ensure_ascii=True, default=str)
 
 
-def _session(record: dict[str, Any]) -> str | None:
-    value = record.get("session_id", record.get("session"))
-    return value[:SESSION_CHARS] if isinstance(value, str) and value else None
+def _indexed_session(record: dict[str, Any]) -> str | None:
+    session = session_of(record)
+    return session[:SESSION_CHARS] if session is not None else None
 
 
 class PostgresLogTable:
@@ -68,7 +69,7 @@ class PostgresLogTable:
     def append_many(self, kind: str, records: list[dict[str, Any]]) -> list[int]:
         if not records:
             return []
-        sessions = [_session(r) for r in records]
+        sessions = [_indexed_session(r) for r in records]
         texts = [_dumps(r) for r in records]
         with self.store.connection() as conn:
             unflushed = kind in UNFLUSHED and not conn.info.transaction_status  # its own transaction
@@ -82,7 +83,7 @@ class PostgresLogTable:
         return ids
 
     def read_log(
-        self, kind: str, *, after: int = 0, limit: int = 1000, session: str | None = None
+        self, kind: str, *, after: int = 0, limit: int = PAGE, session: str | None = None
     ) -> list[tuple[int, dict[str, Any]]]:
         query = "SELECT id, record FROM judge_log WHERE kind = %s AND id > %s"
         params: list[Any] = [kind, after]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from judge.log_table import KINDS, iter_log, kind_of
+from judge.log_table import KINDS, iter_log, kind_of, session_of
 
 #: Files of a data dir per log, oldest first (the decision log keeps one rotated file).
 _FILES = {"decisions": ("decisions.jsonl.1", "decisions.jsonl")}
@@ -49,10 +49,6 @@ def _say(message: str) -> None:
     print(f"judge logs: {message}", file=sys.stderr)
 
 
-def _session_of(record: dict[str, Any]) -> Any:
-    return record.get("session_id", record.get("session"))
-
-
 def logs_main(args: argparse.Namespace) -> int:
     """Print the records; 0, or 1 with one line on stderr for a bad flag or source."""
     from judge.errors import StateUnavailable
@@ -77,8 +73,9 @@ def logs_main(args: argparse.Namespace) -> int:
                 return 1
             store = open_store(args.state)
             assert isinstance(store, PostgresStore)
-            source = f"table judge_log of {store.describe()}"
-            rows = iter_log(PostgresLogTable(store), kind, after=args.after, session=args.session)
+            table = PostgresLogTable(store)
+            source = table.describe()
+            rows = iter_log(table, kind, after=args.after, session=args.session)
         else:
             data_dir = Path(args.data_dir or "data")
             if not data_dir.is_dir():
@@ -88,7 +85,7 @@ def logs_main(args: argparse.Namespace) -> int:
             rows = (
                 (i, r)
                 for i, r in _from_files(data_dir, kind)
-                if i > args.after and (args.session is None or _session_of(r) == args.session)
+                if i > args.after and (args.session is None or session_of(r) == args.session)
             )
         count, last = 0, args.after
         for row_id, record in rows:

@@ -108,10 +108,10 @@ def test_kinds_and_aliases() -> None:
         kind_of("x")
 
 
-def _logs(*args: str) -> subprocess.CompletedProcess[str]:
+def _judge(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_")}
     return subprocess.run(
-        [sys.executable, "-m", "judge", "logs", *args],
+        [sys.executable, "-m", "judge", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -123,12 +123,14 @@ def _logs(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_judge_logs_exports_the_table(table: PostgresLogTable, pg_url: str) -> None:
     ids = [table.append_log("shadow_log", {"session_id": f"s{i % 2}", "n": i}) for i in range(5)]
-    done = _logs("shadow", "--state", pg_url)
+    done = _judge("logs", "shadow", "--state", pg_url)
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["n"] for line in done.stdout.splitlines()] == [0, 1, 2, 3, 4]
     assert "5 record(s) of shadow_log" in done.stderr and f"last id {ids[-1]}" in done.stderr
     assert "password" not in done.stderr
-    done = _logs("shadow", "--state", pg_url, "--after", str(ids[1]), "--session", "s0", "--limit", "1")
+    done = _judge(
+        "logs", "shadow", "--state", pg_url, "--after", str(ids[1]), "--session", "s0", "--limit", "1"
+    )
     assert [json.loads(line)["n"] for line in done.stdout.splitlines()] == [2]
     assert f"last id {ids[2]}" in done.stderr
 
@@ -139,11 +141,11 @@ def test_judge_logs_reads_the_files_of_a_data_dir(tmp_path: Path) -> None:
         audit.record("Stop", {"session_id": session}, _decision("Stop", "allow"))
     (tmp_path / "decisions.jsonl.1").write_text('{"ts": "1", "n": 1}\n')
     (tmp_path / "decisions.jsonl").write_text('{"ts": "2", "n": 2}\n{torn\n{"ts": "3", "n": 3}\n')
-    done = _logs("sessions", "--data-dir", str(tmp_path), "--session", "a")
+    done = _judge("logs", "sessions", "--data-dir", str(tmp_path), "--session", "a")
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["session_id"] for line in done.stdout.splitlines()] == ["a", "a"]
     assert "last id 3" in done.stderr
-    done = _logs("decisions", "--data-dir", str(tmp_path), "--after", "1")
+    done = _judge("logs", "decisions", "--data-dir", str(tmp_path), "--after", "1")
     assert [json.loads(line)["n"] for line in done.stdout.splitlines()] == [2, 3]  # rotated file first
 
 
@@ -158,24 +160,14 @@ def test_judge_logs_reads_the_files_of_a_data_dir(tmp_path: Path) -> None:
     ],
 )
 def test_judge_logs_errors_are_one_line(args: list[str], expected: str) -> None:
-    done = _logs(*args)
+    done = _judge("logs", *args)
     assert done.returncode == 1
     assert expected in done.stderr and "Traceback" not in done.stderr and "pw-1" not in done.stderr
     assert done.stdout == ""
 
 
 def test_serve_refuses_database_logs_without_a_database_state(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_")}
-    serve = [sys.executable, "-m", "judge", "serve", "--port", "0", "--data-dir", str(tmp_path)]
-    done = subprocess.run(
-        [*serve, "--logs", "database"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    done = _judge("serve", "--port", "0", "--data-dir", str(tmp_path), "--logs", "database")
     assert done.returncode == 1
     assert "--logs database needs --state postgresql://" in done.stderr and "listening" not in done.stderr
 
