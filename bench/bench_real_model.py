@@ -6,8 +6,10 @@ three suites, once with text tool calls on and once with them off
 
 - tool use: the share of transcript-dependent cases (every case with a transcript in
   the ``realmodel`` and ``llmbar`` suites) where the model called a tool before its
-  verdict; "read before verdict" also counts the read the judge makes itself for a model
-  that answers twice without reading (evidence first);
+  verdict; "of which unasked" counts only the calls a model made on its own, before an
+  unread answer of its was sent back with ``tool_choice: required`` (enforced by a call
+  schema where the server ignores it); "read before verdict" also counts the read the
+  judge makes itself for a model that still answers without reading (evidence first);
 - verdicts parsed: judgements that ended in a parsed verdict (the rest are errors:
   unparseable answers and timeouts, counted separately);
 - accuracy and Cohen's kappa (block = positive) with 95 % Wilson intervals;
@@ -139,7 +141,7 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
         if line.strip():
             record = json.loads(line)
             traces[record["key"]] = record
-    dependent = used = read = 0
+    dependent = used = unasked = read = 0
     text_calls = 0
     for result in results:
         case = cases[result["id"]]
@@ -150,7 +152,9 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
             dependent += 1
             decided = trace.get("verdict") is not None
             # the model's own calls; "judge:" is the read the judge made for it
-            used += decided and any(not c.startswith("judge:") for c in calls)
+            own = decided and any(not c.startswith("judge:") for c in calls)
+            used += own
+            unasked += own and not trace.get("asked_to_read")
             read += decided and bool(calls)
     errors = [r for r in results if r.get("error")]
     unparsed = [r for r in errors if "not a verdict" in str(r["error"])]
@@ -162,6 +166,7 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
     return {
         "n": len(results),
         "tool use (transcript cases)": _ci(used, dependent) if dependent else "-",
+        "of which unasked": _ci(unasked, dependent) if dependent else "-",
         "read before verdict": _ci(read, dependent) if dependent else "-",
         "text-call judgements": text_calls,
         "verdicts parsed": _ci(len(results) - len(errors), len(results)),

@@ -208,13 +208,15 @@ async def test_without_a_transcript_every_turn_is_a_schema_turn(server, fmt):
 async def test_calls_that_read_nothing_do_not_excuse_the_verdict(server, fmt, tmp_path):
     path = lines_file(tmp_path, 20)
     bad = call("ReadFile", filePath=str(path), startLine="first", endLine=10)
-    server.push(bad, verdict(True), verdict(True), verdict(False, "Step 20 is missing."))
+    server.push(bad, verdict(True), verdict(True), verdict(True), verdict(False, "Step 20 is missing."))
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(path))
     assert (result.ok, result.reason) == (False, "Step 20 is missing.")
-    assert len(server.requests) == 4  # the bad call, the nudge, the judge's own read, the verdict
-    assert "read for you" in json.dumps(server.requests[3].messages[-1]) and "step 20" in json.dumps(
-        server.requests[3].messages[-1]
+    # the bad call, the unread answer, the call required (then asked for by schema: this
+    # server enforces neither), the judge's own read, the verdict
+    assert len(server.requests) == 5
+    assert "read for you" in json.dumps(server.requests[4].messages[-1]) and "step 20" in json.dumps(
+        server.requests[4].messages[-1]
     )
     assert traces[0].tool_calls == ["ReadFile", "judge:ReadFile"]
 

@@ -73,6 +73,21 @@ def written(name: str, **arguments: Any) -> str:
     return json.dumps({"name": name, "arguments": arguments})
 
 
+def forced_tool_choice(fmt: str, body: dict[str, Any]) -> bool:
+    """Whether the request carries tool_choice "required" (Anthropic: "any")."""
+    return body.get("tool_choice") in ("required", {"type": "any"})
+
+
+def schema_name(fmt: str, body: dict[str, Any]) -> str | None:
+    """Which structured output the request asks for: "verdict", "tool_call" or None."""
+    if fmt == "openai":
+        return body["response_format"]["json_schema"]["name"] if "response_format" in body else None
+    if "output_config" not in body:
+        return None
+    schema = body["output_config"]["format"]["schema"]
+    return "tool_call" if "anyOf" in schema or "arguments" in schema.get("properties", {}) else "verdict"
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_a_fenced_text_call_is_run_and_its_result_sent_back(server, fmt, transcript):
     read_call = written("ReadFile", filePath=str(transcript), startLine=40, endLine=43)
@@ -162,6 +177,7 @@ async def test_switched_off_a_written_call_is_not_run(server, fmt, transcript):
     assert result.ok is False
     assert all("Transcript lines" not in r.text for r in server.requests[:2])
     assert NUDGE_TOOLS in server.requests[1].text  # the plain nudge: no call to copy
+    assert forced_tool_choice(fmt, server.requests[1].body)  # (a written call: no schema asked for)
     assert last_user_text(server.requests[2]).startswith(SUPPLIED.split("{")[0])
     assert "If you cannot make a structured tool call" not in server.requests[0].system
     assert traces[0].tool_calls == ["judge:ReadFile"]  # the written calls were not run
@@ -187,24 +203,77 @@ async def test_an_answer_before_reading_is_sent_back_once(server, fmt, transcrip
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_a_second_answer_without_reading_gets_the_transcript(server, fmt, transcript):
-    server.push(verdict(True), verdict(True), verdict(False, "2 tests failed."))
+    # This server enforces neither tool_choice "required" nor the call schema.
+    server.push(verdict(True), verdict(True), verdict(True), verdict(False, "2 tests failed."))
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(transcript))
-    assert (result.ok, result.reason) == (False, "2 tests failed.") and len(server.requests) == 3
-    supplied = last_user_text(server.requests[2])
+    assert (result.ok, result.reason) == (False, "2 tests failed.") and len(server.requests) == 4
+    supplied = last_user_text(server.requests[3])
     assert supplied.startswith(SUPPLIED.split("{")[0]) and "    42\tline 42: ERROR tests failed" in supplied
-    assert SCHEMA_FIELD[fmt] in server.requests[2].body  # all 60 lines shown: the verdict is next
+    assert schema_name(fmt, server.requests[3].body) == "verdict"  # all 60 lines shown: the verdict is next
     assert traces[0].tool_calls == ["judge:ReadFile"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+async def test_asked_to_read_a_model_must_call_a_tool(server, fmt, transcript):
+    server.push(verdict(True), call("ReadFile", filePath=str(transcript), startLine=40, endLine=43))
+    server.push(verdict(False, "2 tests failed."))
+    traces: list[JudgementTrace] = []
+    result = await judge(server, fmt, traces).evaluate(request_for(transcript))
+    assert (result.ok, result.reason) == (False, "2 tests failed.") and len(server.requests) == 3
+    first, nudged, after = server.requests
+    assert not forced_tool_choice(fmt, first.body) and forced_tool_choice(fmt, nudged.body)
+    assert schema_name(fmt, nudged.body) is None  # the server enforces it: no call schema
+    assert not forced_tool_choice(fmt, after.body)  # read: the model is free again
+    assert traces[0].tool_calls == ["ReadFile"] and traces[0].asked_to_read
+
+
+def grammar_server(transcript: Path):
+    """A server like llama.cpp: ignores tool_choice "required", enforces a JSON schema."""
+
+    def answer(request: LLMRequest) -> Any:
+        if schema_name(request.format, request.body) == "tool_call":
+            return say(written("GrepSearch", query="ERROR", isRegexp=False))
+        if RESULTS_HEADER in request.text:
+            return verdict(False, "2 tests failed.")
+        return verdict(True)  # judged from the answer alone, unread
+
+    return answer
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_server_that_ignores_required_is_asked_for_the_call_by_schema(server, fmt, transcript):
+    server.handler = grammar_server(transcript)
+    traces: list[JudgementTrace] = []
+    judging = judge(server, fmt, traces)
+    result = await judging.evaluate(request_for(transcript))
+    assert (result.ok, result.reason) == (False, "2 tests failed.")
+    first, nudged, forced, after = server.requests
+    assert not forced_tool_choice(fmt, first.body)
+    assert forced_tool_choice(fmt, nudged.body) and schema_name(fmt, nudged.body) is None
+    assert schema_name(fmt, forced.body) == "tool_call"  # the same turn again, as a schema
+    assert RESULTS_HEADER in after.text and "line 42: ERROR" in after.text
+    schema = json.dumps(forced.body)
+    assert '"ReadFile"' in schema and '"GrepSearch"' in schema and '"startLine"' in schema
+    assert traces[0].tool_calls == ["text:GrepSearch"]
+    # Learned for the client: the next judgement asks by schema at once.
+    server.requests.clear()
+    again = await judging.evaluate(request_for(transcript))
+    assert again.ok is False and len(server.requests) == 3
+    assert schema_name(fmt, server.requests[1].body) == "tool_call"
+    assert traces[1].tool_calls == ["text:GrepSearch"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_tools_and_the_answer_schema_never_share_a_request(server, fmt, transcript):
-    server.push(say("Let me think about it."), say("Still thinking."), verdict(True))
+    server.push(say("Let me think about it."), say("Still thinking."), say("Hmm."), verdict(True))
     await judge(server, fmt, []).evaluate(request_for(transcript))
-    first, nudged, final = server.requests
+    first, nudged, forced, final = server.requests
     for request in (first, nudged):
         assert request.tool_names and SCHEMA_FIELD[fmt] not in request.body
-    assert final.body["tool_choice"] in ("none", {"type": "none"}) and SCHEMA_FIELD[fmt] in final.body
+    assert forced.tool_names and schema_name(fmt, forced.body) == "tool_call"  # a call, not a verdict
+    assert final.body["tool_choice"] in ("none", {"type": "none"})
+    assert schema_name(fmt, final.body) == "verdict"
     without_transcript = len(server.requests)
     await judge(server, fmt, []).evaluate(request_for(None))
     alone = server.requests[without_transcript]
@@ -224,6 +293,18 @@ async def test_a_server_without_tool_support_falls_back_to_text_calls(server, tr
     assert "tools" in rejected.body and "tools" not in plain.body and "tool_choice" not in plain.body
     assert "tools" not in after.body and "42: line 42" in last_user_text(after)
     assert traces[0].tool_calls == ["text:GrepSearch"]
+
+
+async def test_what_a_server_rejected_is_not_sent_again_in_the_next_judgement(server, transcript):
+    server.push(fail(500, "tools param requires --jinja flag"))
+    grep = say(written("GrepSearch", query="failed", isRegexp=False))
+    server.handler = lambda request: grep if len(request.messages) < 3 else None
+    judging = judge(server, "openai", [])
+    await judging.evaluate(request_for(transcript))
+    first_judgement = len(server.requests)
+    await judging.evaluate(request_for(transcript))
+    assert first_judgement == 3 and len(server.requests) == 5  # no second rejection
+    assert all("tools" not in r.body for r in server.requests[1:])
 
 
 async def test_a_server_without_auto_tool_choice_is_asked_without_it(server, transcript):
@@ -272,7 +353,7 @@ async def test_a_bad_answer_length_cap_is_a_clear_hook_error(server):
 async def test_evidence_first_can_be_switched_off(server, fmt, transcript):
     server.push(verdict(True))
     on = await judge(server, fmt, []).evaluate(request_for(transcript))
-    assert on.ok is True and len(server.requests) == 3  # sent back, then given the transcript
+    assert on.ok is True and len(server.requests) == 4  # sent back (twice), then given the transcript
     server.requests.clear()
     server.push(verdict(True))
     off = judge(server, fmt, [], env={"JUDGE_EVIDENCE_FIRST": "0"})

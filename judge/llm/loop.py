@@ -14,6 +14,8 @@ the model WRITES as text (:mod:`judge.llm.text_tools`) is run like a structured 
 its result comes back as a user message; it wins over a verdict in the same reply until
 the round limit. A call that repeats an earlier one is not run again, and a transcript
 read in full ends the reading (:mod:`judge.llm.reading`): the next turn is the verdict.
+A model that answers before reading anything is asked to read with ``tool_choice:
+required`` (the one turn where a call is enforced).
 """
 
 from __future__ import annotations
@@ -243,6 +245,8 @@ class JudgementTrace:
     tool_calls: list[str] = field(default_factory=list)
     requests: int = 0
     repaired: bool = False
+    #: the model answered before reading and was asked to read (``tool_choice: required``)
+    asked_to_read: bool = False
     verdict: bool | None = None
     #: ``evidence: required``: re-asks for a rejection's evidence, citation problems found
     evidence_reasks: int = 0
@@ -284,8 +288,9 @@ async def run_judgement(
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
 
     ``evidence_first``: an answer given before anything was read is dropped and the model
-    asked to read (with the call to make); after a second one the judge reads the first
-    lines itself and hands them over.
+    asked to read (with the call to make, and ``tool_choice: required``, which a provider
+    emulates with a call schema where the server ignores it); after a second one the judge
+    reads the first lines itself and hands them over.
     ``evidence``: rejections must cite the transcript (:mod:`judge.llm.evidence`).
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
@@ -301,12 +306,14 @@ async def run_judgement(
     rounds = 0
     repaired = False
     final_turn = False
-    nudged = supplied = False
+    supplied = False
     log = ReadLog()
     while True:
         # Tools and the answer schema never share a request: while a tool may be called,
         # the answer is free text (providers send the verdict schema only with "none").
         choice: ToolChoice = "auto" if rounds < max_tool_rounds and not final_turn else "none"
+        if choice == "auto" and trace.asked_to_read and not log.has_read() and not supplied:
+            choice = "required"  # asked to read: the call is enforced where the server can
 
         async def attempt(remaining: float, choice: ToolChoice = choice) -> Completion:
             return await provider.complete(messages, specs, tool_choice=choice, timeout=remaining)
@@ -346,8 +353,8 @@ async def run_judgement(
             # word after reading) and the model is asked to read, with the call to make; a
             # second one, or one at the round limit, gets the transcript's first lines read
             # by the judge itself, so no verdict on a transcript rests on nothing read.
-            if not nudged and not final_turn and rounds < max_tool_rounds:
-                nudged = True
+            if not trace.asked_to_read and not final_turn and rounds < max_tool_rounds:
+                trace.asked_to_read = True
                 messages.append(Message("user", _nudge(tools, text_tools)))
             else:
                 supplied = True

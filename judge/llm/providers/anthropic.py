@@ -17,6 +17,7 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
     api_settings,
+    call_schema,
     sdk_client,
     token_count,
     wants_answer_schema,
@@ -114,8 +115,10 @@ class AnthropicProvider(SDKProvider):
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
             ]
             if self.features.tool_choice:
-                kwargs["tool_choice"] = {"type": tool_choice}
-        if self.features.structured_output and wants_answer_schema(tools, tool_choice):
+                kwargs["tool_choice"] = {"type": "any" if tool_choice == "required" else tool_choice}
+        if self.forces_call_by_schema(tools, tool_choice):
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": call_schema(tools)}}
+        elif self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": _ANTHROPIC_SCHEMA}}
         return kwargs
 

@@ -15,6 +15,7 @@ import functools
 import importlib.util
 import os
 import ssl
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
@@ -24,10 +25,20 @@ from judge.errors import HookError
 from judge.llm.providers.failures import ConnectionFailure as ConnectionFailure
 from judge.llm.providers.failures import TransientError as TransientError
 from judge.llm.providers.failures import transport_failure
-from judge.llm.providers.features import Feature, Features, max_output_tokens, rejected_feature, temperature
+from judge.llm.providers.features import (
+    Feature,
+    Features,
+    max_output_tokens,
+    rejected_feature,
+    shared_features,
+    temperature,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
-ToolChoice = Literal["auto", "none"]
+#: "auto": the model may call a tool or answer; "none": it must answer (the verdict schema
+#: applies); "required": it must call a tool (emulated with a call schema where a server
+#: does not enforce it, see :meth:`SDKProvider.forces_call_by_schema`).
+ToolChoice = Literal["auto", "none", "required"]
 
 #: One citation of a rejection (hooks with ``evidence: required``, :mod:`judge.llm.evidence`).
 CITATION_SCHEMA: dict[str, Any] = {
@@ -97,6 +108,24 @@ class Completion:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
+
+
+def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
+    """A JSON schema for ONE call of one of ``tools``, written as text: ``{"name": ...,
+    "arguments": {...}}`` (the form :mod:`judge.llm.text_tools` reads). Sent as structured
+    output to make a model call a tool where the server ignores ``tool_choice: required``:
+    a server that enforces a schema as a grammar (llama.cpp, vLLM, Ollama) then cannot
+    answer anything else."""
+    shapes = [
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": [t.name]}, "arguments": t.parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+    return shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
 
 
 class Provider(Protocol):
@@ -260,7 +289,10 @@ class SDKProvider:
         self._owns_client = client is None
         self._client = self.new_client(key, self.base_url) if client is None else client
         structured = env.get("JUDGE_STRUCTURED_OUTPUT", "1") not in ("0", "false")
-        self.features = Features(structured_output=structured)
+        shared = client is not None
+        self.features = (
+            shared_features(client, model, structured) if shared else Features(structured_output=structured)
+        )
         self.max_output_tokens = max_output_tokens(env)
         self.temperature = temperature(env)
 
@@ -273,6 +305,13 @@ class SDKProvider:
     def new_client(api_key: str, base_url: str | None) -> Any:
         """A new SDK client for this provider."""
         raise NotImplementedError
+
+    def forces_call_by_schema(self, tools: list[ToolSpec], tool_choice: ToolChoice) -> bool:
+        """Whether this request asks for a tool call as structured output (:func:`call_schema`):
+        ``tool_choice: "required"`` where the server does not enforce it (or no longer gets
+        tools or a tool choice), and structured output is still on."""
+        native = self.features.tools and self.features.tool_choice and self.features.required_tool_choice
+        return tool_choice == "required" and bool(tools) and self.features.structured_output and not native
 
     @property
     def structured_output(self) -> bool:
@@ -301,6 +340,7 @@ class SDKProvider:
         tool_choice: ToolChoice = "auto",
         timeout: float | None = None,
     ) -> Completion:
+        started = time.monotonic()
         body = self.body(messages, tools, tool_choice)
         options: dict[str, Any] = {}
         if timeout is not None:
@@ -328,7 +368,16 @@ class SDKProvider:
             raise transport_failure(exc, self.label, self.url) from None
         except self.sdk_error as exc:
             raise HookError(f"{self.label} at {self.url}: {exc}") from None
-        return self.completion(data)
+        completion = self.completion(data)
+        asked = tool_choice == "required" and "tool_choice" in body and self.features.required_tool_choice
+        written = any(t.name in completion.text for t in tools)  # a call written as text, likely
+        if asked and self.features.structured_output and not completion.tool_calls and not written:
+            # The server ignored tool_choice "required" (llama.cpp, some gateways): from now
+            # on the call is asked for as structured output, starting with this turn.
+            self.features.required_tool_choice = False
+            left = None if timeout is None else timeout - (time.monotonic() - started)
+            return await self.complete(messages, tools, tool_choice=tool_choice, timeout=left)
+        return completion
 
     def _translate(self, exc: Any) -> Exception:
         status: int = exc.status_code

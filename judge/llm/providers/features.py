@@ -17,13 +17,17 @@ compatible servers often do not, and say so in an error answer:
   ``response_format``/``tool_choice`` with a 400/422.
 
 :func:`rejected_feature` reads such an answer and names the ONE feature to drop (the
-provider then repeats the request without it and never sends it again); a tool the model
+provider then repeats the request without it and never sends it again; providers on one
+shared SDK client share what was learned, see :func:`shared_features`); a tool the model
 can no longer call structurally is still reachable as a text tool call
-(:mod:`judge.llm.text_tools`).
+(:mod:`judge.llm.text_tools`). A server that ignores ``tool_choice: "required"`` is asked
+for the call as structured output instead (:func:`judge.llm.providers.base.call_schema`).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -56,9 +60,26 @@ class Features:
     tool_choice: bool = True
     tools: bool = True
     temperature: bool = True
+    #: whether the server enforces ``tool_choice: "required"``; switched off (for good)
+    #: when it answered such a request without a tool call
+    required_tool_choice: bool = True
 
     def drop(self, feature: Feature) -> None:
         setattr(self, feature, False)
+
+
+_LEARNED: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], Features]] = weakref.WeakKeyDictionary()
+_LEARNED_LOCK = threading.Lock()
+
+
+def shared_features(client: Any, model: str, structured_output: bool) -> Features:
+    """The :class:`Features` of ``model`` behind a shared SDK client: what the server has
+    shown it does not support is learned once, not again in every judgement (a server
+    without ``--jinja`` would otherwise fail the first request of each). Kept as long as
+    the client (:mod:`judge.llm.providers.pool`: one event loop's clients)."""
+    with _LEARNED_LOCK:
+        models = _LEARNED.setdefault(client, {})
+        return models.setdefault((model, structured_output), Features(structured_output=structured_output))
 
 
 def rejected_feature(

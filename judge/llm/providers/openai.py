@@ -17,6 +17,7 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
     api_settings,
+    call_schema,
     sdk_client,
     token_count,
     wants_answer_schema,
@@ -117,7 +118,12 @@ class OpenAIProvider(SDKProvider):
             if self.features.tool_choice:
                 kwargs["tool_choice"] = tool_choice
                 kwargs["parallel_tool_calls"] = True
-        if self.features.structured_output and wants_answer_schema(tools, tool_choice):
+        if self.forces_call_by_schema(tools, tool_choice):
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "tool_call", "schema": call_schema(tools), "strict": False},
+            }
+        elif self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
