@@ -185,15 +185,18 @@ async def test_switched_off_a_written_call_is_not_run(server, fmt, transcript):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 async def test_an_answer_before_reading_is_sent_back_once(server, fmt, transcript):
+    # This server enforces neither tool_choice "required" nor the call schema.
     server.push(
+        verdict(True),
         verdict(True),
         say(written("GrepSearch", query="failed", isRegexp=False)),
         verdict(False, "2 tests failed."),
     )
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(transcript))
-    assert result.ok is False and len(server.requests) == 3
-    nudged = server.requests[1]
+    assert result.ok is False and len(server.requests) == 4
+    nudged = server.requests[2]
+    assert forced_tool_choice(fmt, nudged.body) and schema_name(fmt, nudged.body) == "tool_call"
     assert "Before you answer, read the transcript" in last_user_text(nudged)
     assert written("ReadFile", filePath=str(transcript), startLine=1, endLine=100) in last_user_text(nudged)
     # the answer given before reading is dropped: a small model would repeat it after reading
@@ -215,17 +218,23 @@ async def test_a_second_answer_without_reading_gets_the_transcript(server, fmt, 
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-async def test_asked_to_read_a_model_must_call_a_tool(server, fmt, transcript):
-    server.push(verdict(True), call("ReadFile", filePath=str(transcript), startLine=40, endLine=43))
+async def test_until_it_has_read_a_model_must_call_a_tool(server, fmt, transcript):
+    bad = call("ReadFile", filePath=str(transcript), startLine="first", endLine=10)
+    server.push(bad, call("ReadFile", filePath=str(transcript), startLine=40, endLine=43))
     server.push(verdict(False, "2 tests failed."))
     traces: list[JudgementTrace] = []
     result = await judge(server, fmt, traces).evaluate(request_for(transcript))
     assert (result.ok, result.reason) == (False, "2 tests failed.") and len(server.requests) == 3
-    first, nudged, after = server.requests
-    assert not forced_tool_choice(fmt, first.body) and forced_tool_choice(fmt, nudged.body)
-    assert schema_name(fmt, nudged.body) is None  # the server enforces it: no call schema
+    first, failed, after = server.requests
+    assert forced_tool_choice(fmt, first.body) and forced_tool_choice(fmt, failed.body)  # nothing read yet
+    assert schema_name(fmt, first.body) is None  # the server enforces it: no call schema
     assert not forced_tool_choice(fmt, after.body)  # read: the model is free again
-    assert traces[0].tool_calls == ["ReadFile"] and traces[0].asked_to_read
+    assert traces[0].tool_calls == ["ReadFile", "ReadFile"] and not traces[0].asked_to_read
+    server.requests.clear()
+    free = judge(server, fmt, [], env={"JUDGE_EVIDENCE_FIRST": "0"})
+    server.push(call("ReadFile", filePath=str(transcript), startLine=1, endLine=10))
+    await free.evaluate(request_for(transcript))
+    assert server.requests[0].body["tool_choice"] == ({"type": "auto"} if fmt == "anthropic" else "auto")
 
 
 def grammar_server(transcript: Path):
@@ -248,9 +257,8 @@ async def test_a_server_that_ignores_required_is_asked_for_the_call_by_schema(se
     judging = judge(server, fmt, traces)
     result = await judging.evaluate(request_for(transcript))
     assert (result.ok, result.reason) == (False, "2 tests failed.")
-    first, nudged, forced, after = server.requests
-    assert not forced_tool_choice(fmt, first.body)
-    assert forced_tool_choice(fmt, nudged.body) and schema_name(fmt, nudged.body) is None
+    first, forced, after = server.requests
+    assert forced_tool_choice(fmt, first.body) and schema_name(fmt, first.body) is None
     assert schema_name(fmt, forced.body) == "tool_call"  # the same turn again, as a schema
     assert RESULTS_HEADER in after.text and "line 42: ERROR" in after.text
     schema = json.dumps(forced.body)
@@ -259,8 +267,8 @@ async def test_a_server_that_ignores_required_is_asked_for_the_call_by_schema(se
     # Learned for the client: the next judgement asks by schema at once.
     server.requests.clear()
     again = await judging.evaluate(request_for(transcript))
-    assert again.ok is False and len(server.requests) == 3
-    assert schema_name(fmt, server.requests[1].body) == "tool_call"
+    assert again.ok is False and len(server.requests) == 2
+    assert schema_name(fmt, server.requests[0].body) == "tool_call"
     assert traces[1].tool_calls == ["text:GrepSearch"]
 
 
@@ -268,10 +276,10 @@ async def test_a_server_that_ignores_required_is_asked_for_the_call_by_schema(se
 async def test_tools_and_the_answer_schema_never_share_a_request(server, fmt, transcript):
     server.push(say("Let me think about it."), say("Still thinking."), say("Hmm."), verdict(True))
     await judge(server, fmt, []).evaluate(request_for(transcript))
-    first, nudged, forced, final = server.requests
-    for request in (first, nudged):
-        assert request.tool_names and SCHEMA_FIELD[fmt] not in request.body
-    assert forced.tool_names and schema_name(fmt, forced.body) == "tool_call"  # a call, not a verdict
+    first, forced, nudged, final = server.requests
+    assert first.tool_names and SCHEMA_FIELD[fmt] not in first.body
+    for request in (forced, nudged):
+        assert request.tool_names and schema_name(fmt, request.body) == "tool_call"  # a call, not a verdict
     assert final.body["tool_choice"] in ("none", {"type": "none"})
     assert schema_name(fmt, final.body) == "verdict"
     without_transcript = len(server.requests)
@@ -311,7 +319,8 @@ async def test_a_server_without_auto_tool_choice_is_asked_without_it(server, tra
     message = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
     server.push(fail(400, message), call("GrepSearch", query="failed", isRegexp=False), verdict(True))
     traces: list[JudgementTrace] = []
-    await judge(server, "openai", traces).evaluate(request_for(transcript))
+    free = judge(server, "openai", traces, env={"JUDGE_EVIDENCE_FIRST": "0"})  # tool_choice "auto" first
+    await free.evaluate(request_for(transcript))
     rejected, retried, after = server.requests
     assert rejected.body["tool_choice"] == "auto"
     assert "tool_choice" not in retried.body and retried.tool_names == ["ReadFile", "GrepSearch"]

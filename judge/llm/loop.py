@@ -14,8 +14,8 @@ the model WRITES as text (:mod:`judge.llm.text_tools`) is run like a structured 
 its result comes back as a user message; it wins over a verdict in the same reply until
 the round limit. A call that repeats an earlier one is not run again, and a transcript
 read in full ends the reading (:mod:`judge.llm.reading`): the next turn is the verdict.
-A model that answers before reading anything is asked to read with ``tool_choice:
-required`` (the one turn where a call is enforced).
+With a transcript, a call is required (``tool_choice: required``) until the model has
+read something: the judge never takes a verdict on a transcript it has not looked at.
 """
 
 from __future__ import annotations
@@ -245,7 +245,8 @@ class JudgementTrace:
     tool_calls: list[str] = field(default_factory=list)
     requests: int = 0
     repaired: bool = False
-    #: the model answered before reading and was asked to read (``tool_choice: required``)
+    #: the model answered before reading (a server that enforced no required call) and was
+    #: sent back to read
     asked_to_read: bool = False
     verdict: bool | None = None
     #: ``evidence: required``: re-asks for a rejection's evidence, citation problems found
@@ -287,10 +288,11 @@ async def run_judgement(
 ) -> PromptVerdict:
     """Converse with ``provider`` until it gives a verdict (see the module docstring).
 
-    ``evidence_first``: an answer given before anything was read is dropped and the model
-    asked to read (with the call to make, and ``tool_choice: required``, which a provider
-    emulates with a call schema where the server ignores it); after a second one the judge
-    reads the first lines itself and hands them over.
+    ``evidence_first``: until something was read every request has ``tool_choice:
+    required`` (a provider emulates it with a call schema where the server ignores it); an
+    answer given before anything was read all the same is dropped and the model asked to
+    read (with the call to make); after a second one the judge reads the first lines
+    itself and hands them over.
     ``evidence``: rejections must cite the transcript (:mod:`judge.llm.evidence`).
 
     Tool calls run on ``executor`` (the judgement's own threads; default: the loop's).
@@ -312,8 +314,8 @@ async def run_judgement(
         # Tools and the answer schema never share a request: while a tool may be called,
         # the answer is free text (providers send the verdict schema only with "none").
         choice: ToolChoice = "auto" if rounds < max_tool_rounds and not final_turn else "none"
-        if choice == "auto" and trace.asked_to_read and not log.has_read() and not supplied:
-            choice = "required"  # asked to read: the call is enforced where the server can
+        if choice == "auto" and tools is not None and evidence_first and not log.has_read() and not supplied:
+            choice = "required"  # evidence first: a call is enforced (where the server can) until a read
 
         async def attempt(remaining: float, choice: ToolChoice = choice) -> Completion:
             return await provider.complete(messages, specs, tool_choice=choice, timeout=remaining)
