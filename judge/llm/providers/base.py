@@ -370,7 +370,8 @@ class SDKProvider:
             raise HookError(f"{self.label} at {self.url}: {exc}") from None
         completion = self.completion(data)
         asked = tool_choice == "required" and "tool_choice" in body and self.features.required_tool_choice
-        written = any(t.name in completion.text for t in tools)  # a call written as text, likely
+        # (a call written as text is a call: the loop runs it)
+        written = '"name"' in completion.text and any(f'"{t.name}"' in completion.text for t in tools)
         if asked and self.features.structured_output and not completion.tool_calls and not written:
             # The server ignored tool_choice "required" (llama.cpp, some gateways): from now
             # on the call is asked for as structured output, starting with this turn.
