@@ -6,10 +6,11 @@ three suites, once with text tool calls on and once with them off
 
 - tool use: the share of transcript-dependent cases (every case with a transcript in
   the ``realmodel`` and ``llmbar`` suites) where the model called a tool before its
-  verdict; "of which unasked" counts only the calls a model made on its own, before an
-  unread answer of its was sent back with ``tool_choice: required`` (enforced by a call
-  schema where the server ignores it); "read before verdict" also counts the read the
-  judge makes itself for a model that still answers without reading (evidence first);
+  verdict (until it has read something, the judge requires a call: ``tool_choice:
+  required``, or a call schema where the server ignores that); "first time asked" counts
+  only the judgements where the model did not first answer unread and get sent back;
+  "read before verdict" also counts the read the judge makes itself for a model that
+  still answers without reading (evidence first);
 - verdicts parsed: judgements that ended in a parsed verdict (the rest are errors:
   unparseable answers and timeouts, counted separately);
 - accuracy and Cohen's kappa (block = positive) with 95 % Wilson intervals;
@@ -166,7 +167,7 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
     return {
         "n": len(results),
         "tool use (transcript cases)": _ci(used, dependent) if dependent else "-",
-        "of which unasked": _ci(unasked, dependent) if dependent else "-",
+        "first time asked": _ci(unasked, dependent) if dependent else "-",
         "read before verdict": _ci(read, dependent) if dependent else "-",
         "text-call judgements": text_calls,
         "verdicts parsed": _ci(len(results) - len(errors), len(results)),
