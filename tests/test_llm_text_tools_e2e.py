@@ -79,12 +79,15 @@ def forced_tool_choice(fmt: str, body: dict[str, Any]) -> bool:
 
 
 def schema_name(fmt: str, body: dict[str, Any]) -> str | None:
-    """Which structured output the request asks for: "verdict", "tool_call" or None."""
+    """Which structured output the request asks for: "verdict", "tool_call",
+    "verdict_or_tool_call" or None."""
     if fmt == "openai":
         return body["response_format"]["json_schema"]["name"] if "response_format" in body else None
     if "output_config" not in body:
         return None
     schema = body["output_config"]["format"]["schema"]
+    if any("ok" in option.get("properties", {}) for option in schema.get("anyOf", [])):
+        return "verdict_or_tool_call"
     return "tool_call" if "anyOf" in schema or "arguments" in schema.get("properties", {}) else "verdict"
 
 
@@ -261,6 +264,7 @@ async def test_a_server_that_ignores_required_is_asked_for_the_call_by_schema(se
     assert forced_tool_choice(fmt, first.body) and schema_name(fmt, first.body) is None
     assert schema_name(fmt, forced.body) == "tool_call"  # the same turn again, as a schema
     assert RESULTS_HEADER in after.text and "line 42: ERROR" in after.text
+    assert schema_name(fmt, after.body) == "verdict_or_tool_call"  # a free turn: either, nothing else
     schema = json.dumps(forced.body)
     assert '"ReadFile"' in schema and '"GrepSearch"' in schema and '"startLine"' in schema
     assert traces[0].tool_calls == ["text:GrepSearch"]

@@ -16,6 +16,7 @@ from judge.llm.providers.base import (
     ToolChoice,
     ToolSpec,
     TransientError,
+    answer_or_call_schema,
     api_settings,
     call_schema,
     sdk_client,
@@ -99,6 +100,15 @@ class AnthropicProvider(SDKProvider):
 
         return anthropic, anthropic.AnthropicError
 
+    def verdict_schema(self) -> dict[str, Any]:
+        """Anthropic's form of the verdict schema (optional fields left out of ``required``),
+        its reason limited where the server takes that."""
+        limit = self.max_reason if self.features.schema_limits else None
+        if limit is None:
+            return _ANTHROPIC_SCHEMA
+        reason = {**_ANTHROPIC_SCHEMA["properties"]["reason"], "maxLength": limit}
+        return {**_ANTHROPIC_SCHEMA, "properties": {**_ANTHROPIC_SCHEMA["properties"], "reason": reason}}
+
     def body(self, messages: list[Message], tools: list[ToolSpec], tool_choice: ToolChoice) -> dict[str, Any]:
         system, wire = _to_wire(messages)
         kwargs: dict[str, Any] = {
@@ -118,8 +128,11 @@ class AnthropicProvider(SDKProvider):
                 kwargs["tool_choice"] = {"type": "any" if tool_choice == "required" else tool_choice}
         if self.forces_call_by_schema(tools, tool_choice):
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": call_schema(tools)}}
+        elif self.answer_or_call(tools, tool_choice):
+            schema = answer_or_call_schema(tools, self.verdict_schema())
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
         elif self.features.structured_output and wants_answer_schema(tools, tool_choice):
-            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": _ANTHROPIC_SCHEMA}}
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": self.verdict_schema()}}
         return kwargs
 
     def completion(self, data: object) -> Completion:

@@ -28,47 +28,23 @@ from judge.llm.providers.failures import transport_failure
 from judge.llm.providers.features import (
     Feature,
     Features,
+    blames_limits,
     max_output_tokens,
     rejected_feature,
     shared_features,
     temperature,
 )
+from judge.llm.providers.schemas import CITATION_SCHEMA as CITATION_SCHEMA
+from judge.llm.providers.schemas import VERDICT_SCHEMA as VERDICT_SCHEMA
+from judge.llm.providers.schemas import answer_or_call_schema as answer_or_call_schema
+from judge.llm.providers.schemas import call_schema as call_schema
+from judge.llm.providers.schemas import reason_limit, verdict_schema
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: "auto": the model may call a tool or answer; "none": it must answer (the verdict schema
 #: applies); "required": it must call a tool (emulated with a call schema where a server
 #: does not enforce it, see :meth:`SDKProvider.forces_call_by_schema`).
 ToolChoice = Literal["auto", "none", "required"]
-
-#: One citation of a rejection (hooks with ``evidence: required``, :mod:`judge.llm.evidence`).
-CITATION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "line": {"type": "integer", "description": "transcript line number, as ReadFile shows it"},
-        "quote": {"type": "string", "description": "text copied exactly from that line"},
-    },
-    "required": ["line", "quote"],
-    "additionalProperties": False,
-}
-
-#: The verdict schema requested as structured output where the provider supports it.
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "ok": {"type": "boolean", "description": "true to allow, false to block"},
-        "reason": {
-            "type": ["string", "null"],
-            "description": "when ok is false: what the agent must still do",
-        },
-        "citations": {
-            "type": ["array", "null"],
-            "items": CITATION_SCHEMA,
-            "description": "when ok is false and evidence is required: the transcript lines that prove it",
-        },
-    },
-    "required": ["ok", "reason", "citations"],
-    "additionalProperties": False,
-}
 
 
 @dataclass(frozen=True)
@@ -108,24 +84,6 @@ class Completion:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
-
-
-def call_schema(tools: list[ToolSpec]) -> dict[str, Any]:
-    """A JSON schema for ONE call of one of ``tools``, written as text: ``{"name": ...,
-    "arguments": {...}}`` (the form :mod:`judge.llm.text_tools` reads). Sent as structured
-    output to make a model call a tool where the server ignores ``tool_choice: required``:
-    a server that enforces a schema as a grammar (llama.cpp, vLLM, Ollama) then cannot
-    answer anything else."""
-    shapes = [
-        {
-            "type": "object",
-            "properties": {"name": {"type": "string", "enum": [t.name]}, "arguments": t.parameters},
-            "required": ["name", "arguments"],
-            "additionalProperties": False,
-        }
-        for t in tools
-    ]
-    return shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
 
 
 class Provider(Protocol):
@@ -295,6 +253,7 @@ class SDKProvider:
         )
         self.max_output_tokens = max_output_tokens(env)
         self.temperature = temperature(env)
+        self.max_reason = reason_limit(env, self.base_url)
 
     @staticmethod
     def load_sdk() -> tuple[Any, type[Exception]]:
@@ -312,6 +271,17 @@ class SDKProvider:
         tools or a tool choice), and structured output is still on."""
         native = self.features.tools and self.features.tool_choice and self.features.required_tool_choice
         return tool_choice == "required" and bool(tools) and self.features.structured_output and not native
+
+    def answer_or_call(self, tools: list[ToolSpec], tool_choice: ToolChoice) -> bool:
+        """Whether this request asks for a verdict OR a tool call as structured output
+        (:func:`answer_or_call_schema`): a free turn (``"auto"``) on a server known to ignore
+        ``tool_choice``, so the reply is one of the two and never rambles on."""
+        native = self.features.tools and self.features.tool_choice and self.features.required_tool_choice
+        return tool_choice == "auto" and bool(tools) and self.features.structured_output and not native
+
+    def verdict_schema(self) -> dict[str, Any]:
+        """The verdict schema, its reason limited where the server takes that (:func:`reason_limit`)."""
+        return verdict_schema(self.max_reason if self.features.schema_limits else None)
 
     @property
     def structured_output(self) -> bool:
@@ -355,6 +325,9 @@ class SDKProvider:
                 "temperature": "temperature",
             }
             feature = rejected_feature(exc.status_code, error_message(exc), body, fields)
+            limited = self.max_reason is not None and self.features.schema_limits
+            if feature == "structured_output" and limited and blames_limits(error_message(exc)):
+                feature = "schema_limits"  # first try the schema without the reason's length limit
             if feature is not None:
                 # Structured output, tool_choice, tools or a temperature rejected (older models, local
                 # servers, gateways): ask again without it, and never send it again.

@@ -21,7 +21,9 @@ provider then repeats the request without it and never sends it again; providers
 shared SDK client share what was learned, see :func:`shared_features`); a tool the model
 can no longer call structurally is still reachable as a text tool call
 (:mod:`judge.llm.text_tools`). A server that ignores ``tool_choice: "required"`` is asked
-for the call as structured output instead (:func:`judge.llm.providers.base.call_schema`).
+for the call as structured output instead (:func:`judge.llm.providers.schemas.call_schema`).
+A length limit in the verdict schema that a server rejects (``schema_limits``) is dropped
+before the schema itself (:mod:`judge.llm.providers.schemas`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, Literal
 
 from judge.errors import HookError
 
-Feature = Literal["structured_output", "tool_choice", "tools", "temperature"]
+Feature = Literal["structured_output", "schema_limits", "tool_choice", "tools", "temperature"]
 
 #: Statuses a server answers an unsupported feature with (llama.cpp uses 500/501).
 FEATURE_STATUSES = (400, 422, 500, 501)
@@ -57,6 +59,8 @@ class Features:
     """What this provider still sends (each is switched off for good once rejected)."""
 
     structured_output: bool = True
+    #: whether the verdict schema still carries the reason's length limit (``maxLength``)
+    schema_limits: bool = True
     tool_choice: bool = True
     tools: bool = True
     temperature: bool = True
@@ -108,6 +112,14 @@ def rejected_feature(
     if "structured_output" in present and (status == 400 or any(hint in text for hint in _SCHEMA_HINTS)):
         return "structured_output"
     return None
+
+
+def blames_limits(message: str) -> bool:
+    """Whether a rejection of a request with structured output may be about the reason's
+    length limit rather than the schema as such: it names ``maxLength``, or nothing precise
+    (a plain 400). The limit is then dropped first, the schema only if rejected again."""
+    text = message.lower()
+    return "maxlength" in text or not any(hint in text for hint in _SCHEMA_HINTS)
 
 
 #: Most tokens one answer may take (``JUDGE_MAX_OUTPUT_TOKENS``). A verdict or a tool call

@@ -8,7 +8,6 @@ from typing import Any
 
 from judge.decision import Usage
 from judge.llm.providers.base import (
-    VERDICT_SCHEMA,
     Completion,
     Message,
     SDKProvider,
@@ -16,6 +15,7 @@ from judge.llm.providers.base import (
     ToolChoice,
     ToolSpec,
     TransientError,
+    answer_or_call_schema,
     api_settings,
     call_schema,
     sdk_client,
@@ -123,10 +123,16 @@ class OpenAIProvider(SDKProvider):
                 "type": "json_schema",
                 "json_schema": {"name": "tool_call", "schema": call_schema(tools), "strict": False},
             }
+        elif self.answer_or_call(tools, tool_choice):
+            schema = answer_or_call_schema(tools, self.verdict_schema())
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict_or_tool_call", "schema": schema, "strict": False},
+            }
         elif self.features.structured_output and wants_answer_schema(tools, tool_choice):
             kwargs["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True},
+                "json_schema": {"name": "verdict", "schema": self.verdict_schema(), "strict": True},
             }
         return kwargs
 

@@ -1,0 +1,128 @@
+"""The JSON schemas a provider may send as structured output.
+
+- the verdict (:data:`VERDICT_SCHEMA`), when no tool can be called;
+- one tool call written as text (:func:`call_schema`), where a server ignores
+  ``tool_choice: "required"``;
+- a verdict OR one call (:func:`answer_or_call_schema`), on the free turns of such a
+  server: it enforces a schema as a grammar, so every reply is either a call the judge
+  can run or a verdict it can read.
+
+A small model on a slow CPU can also ramble: asked for a reason it repeats itself until
+the answer-length cap, at some seconds per hundred tokens. Servers that turn the schema
+into a grammar (llama.cpp, vLLM, Ollama) stop it with a ``maxLength`` on the reason
+(:func:`verdict_schema`); OpenAI's and Anthropic's strict schemas do not accept that
+keyword, so the limit is only sent to local servers (:func:`reason_limit`) and dropped
+for good where a server rejects it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from judge.errors import HookError
+
+if TYPE_CHECKING:
+    from judge.llm.providers.base import ToolSpec
+
+#: One citation of a rejection (hooks with ``evidence: required``, :mod:`judge.llm.evidence`).
+CITATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "line": {"type": "integer", "description": "transcript line number, as ReadFile shows it"},
+        "quote": {"type": "string", "description": "text copied exactly from that line"},
+    },
+    "required": ["line", "quote"],
+    "additionalProperties": False,
+}
+
+#: The verdict schema requested as structured output where the provider supports it.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "ok": {"type": "boolean", "description": "true to allow, false to block"},
+        "reason": {
+            "type": ["string", "null"],
+            "description": "when ok is false: what the agent must still do",
+        },
+        "citations": {
+            "type": ["array", "null"],
+            "items": CITATION_SCHEMA,
+            "description": "when ok is false and evidence is required: the transcript lines that prove it",
+        },
+    },
+    "required": ["ok", "reason", "citations"],
+    "additionalProperties": False,
+}
+
+#: The reason's length limit for local servers (characters), ``JUDGE_MAX_REASON_CHARS``.
+DEFAULT_REASON_CHARS = 400
+REASON_CHARS_VAR = "JUDGE_MAX_REASON_CHARS"
+
+
+def local_server(base_url: str | None) -> bool:
+    """Whether ``base_url`` points at this machine or a private network (a local model
+    server, not a hosted API)."""
+    if not base_url:
+        return False
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def reason_limit(env: Mapping[str, str], base_url: str | None) -> int | None:
+    """The verdict reason's ``maxLength``: ``JUDGE_MAX_REASON_CHARS`` (0: none); unset,
+    :data:`DEFAULT_REASON_CHARS` for a local server and none for a hosted API."""
+    raw = env.get(REASON_CHARS_VAR, "").strip()
+    if not raw:
+        return DEFAULT_REASON_CHARS if local_server(base_url) else None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value != 0 and not 40 <= value <= 100_000:
+        raise HookError(f"{REASON_CHARS_VAR} must be 0 (no limit) or 40 characters or more, got {raw!r}")
+    return value or None
+
+
+def verdict_schema(max_reason: int | None = None) -> dict[str, Any]:
+    """:data:`VERDICT_SCHEMA`, with the reason limited to ``max_reason`` characters."""
+    if max_reason is None:
+        return VERDICT_SCHEMA
+    reason = {**VERDICT_SCHEMA["properties"]["reason"], "maxLength": max_reason}
+    return {**VERDICT_SCHEMA, "properties": {**VERDICT_SCHEMA["properties"], "reason": reason}}
+
+
+def _call_shapes(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": [t.name]}, "arguments": t.parameters},
+            "required": ["name", "arguments"],
+            "additionalProperties": False,
+        }
+        for t in tools
+    ]
+
+
+def call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """A JSON schema for ONE call of one of ``tools``, written as text: ``{"name": ...,
+    "arguments": {...}}`` (the form :mod:`judge.llm.text_tools` reads). Sent as structured
+    output to make a model call a tool where the server ignores ``tool_choice: required``:
+    a server that enforces a schema as a grammar (llama.cpp, vLLM, Ollama) then cannot
+    answer anything else."""
+    shapes = _call_shapes(tools)
+    return shapes[0] if len(shapes) == 1 else {"anyOf": shapes}
+
+
+def answer_or_call_schema(tools: Sequence[ToolSpec], verdict: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON schema for either a verdict or ONE call of one of ``tools`` (written as text),
+    for the turns where the model may do either on a server that ignores ``tool_choice``."""
+    return {"anyOf": [dict(verdict), *_call_shapes(tools)]}
