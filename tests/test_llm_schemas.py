@@ -16,7 +16,7 @@ from judge.config import Hook
 from judge.decision import PromptRequest
 from judge.errors import HookError
 from judge.llm import JudgementTrace, LLMJudge
-from judge.llm.providers.schemas import DEFAULT_REASON_CHARS, local_server, reason_limit
+from judge.llm.providers.schemas import DEFAULT_REASON_CHARS, LIMITED_CITATIONS, local_server, reason_limit
 from judge.llm.text_tools import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, fail, say, verdict
 
@@ -103,6 +103,14 @@ async def test_a_local_server_gets_the_reason_limited(server, fmt):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+async def test_citations_are_bounded_like_the_reason(server, fmt):
+    await judge(server, fmt, JUDGE_MAX_REASON_CHARS="150").evaluate(request_for())
+    citations = schema_of(fmt, server.requests[0].body)["properties"]["citations"]
+    assert citations["maxItems"] == LIMITED_CITATIONS
+    assert citations["items"]["properties"]["quote"]["maxLength"] == 150
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_a_server_that_rejects_the_limit_keeps_the_schema_without_it(server, fmt):
     server.push(fail(400, "Invalid schema for response_format 'verdict': 'maxLength' is not permitted."))
     server.push(verdict(False, "The tests were not run."))
@@ -111,7 +119,9 @@ async def test_a_server_that_rejects_the_limit_keeps_the_schema_without_it(serve
     assert (result.ok, result.reason) == (False, "The tests were not run.")
     rejected, retried = server.requests
     assert reason_max(schema_of(fmt, rejected.body)) == DEFAULT_REASON_CHARS
-    assert schema_of(fmt, retried.body) is not None and reason_max(schema_of(fmt, retried.body)) is None
+    unlimited = schema_of(fmt, retried.body)
+    assert unlimited is not None and reason_max(unlimited) is None
+    assert "maxItems" not in unlimited["properties"]["citations"]
     await judging.evaluate(request_for())  # learned for the client: not sent again
     assert len(server.requests) == 3 and reason_max(schema_of(fmt, server.requests[2].body)) is None
 

@@ -19,6 +19,12 @@ from judge.llm.truncated import MARK, MAX_REASON, cut_off_verdict
         ('{"ok": false, "reason": "', (False, None)),
         ('{"ok": false, "reason": "say \\"no\\" and \\', (False, 'say "no" and' + MARK)),
         ('{"ok": false, "reason": "bad \\u12', (False, "bad \\u12" + MARK)),
+        # The reason is whole; the cap cut a citation's quote: the reason stops at its quote.
+        (
+            '{"ok": false, "reason": "Say \\"2 failed\\".", "citations": [{"line": 3, "quote": "2 fa',
+            (False, 'Say "2 failed".'),
+        ),
+        ('{"ok": true, "reason": "", "citations": [{"line": 1, "quote": "x', (True, None)),
     ],
 )
 def test_a_cut_off_verdict_keeps_its_decision(text, expected):

@@ -16,6 +16,8 @@ import re
 _HEAD = re.compile(
     r'\s*(?:```(?:json)?\s*)?\{\s*"ok"\s*:\s*(true|false)\s*(?:,\s*"reason"\s*:\s*"(.*))?\Z', re.DOTALL
 )
+#: A JSON string's body up to its closing quote.
+_STRING = re.compile(r'((?:[^"\\]|\\.)*)"', re.DOTALL)
 #: Most characters of a cut-off reason kept (the rest is usually the model repeating itself).
 MAX_REASON = 1000
 MARK = " [...]"
@@ -34,6 +36,13 @@ def cut_off_verdict(text: str) -> tuple[bool, str | None] | None:
     raw = found.group(2)
     if raw is None:
         return ok, None
+    whole = _STRING.match(raw)
+    if whole is not None:  # the reason is complete; the cut came later (in the citations)
+        try:
+            reason = json.loads(f'"{whole.group(1)}"').strip()
+        except json.JSONDecodeError:
+            reason = whole.group(1).strip()
+        return ok, reason or None
     raw = raw[:MAX_REASON]
     if raw.endswith("\\") and not raw.endswith("\\\\"):
         raw = raw[:-1]  # half an escape sequence

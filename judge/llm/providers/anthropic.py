@@ -23,6 +23,7 @@ from judge.llm.providers.base import (
     token_count,
     wants_answer_schema,
 )
+from judge.llm.providers.schemas import limited
 
 #: Anthropic's structured output wants optional fields left out of ``required``.
 _ANTHROPIC_SCHEMA: dict[str, Any] = {
@@ -103,11 +104,7 @@ class AnthropicProvider(SDKProvider):
     def verdict_schema(self) -> dict[str, Any]:
         """Anthropic's form of the verdict schema (optional fields left out of ``required``),
         its reason limited where the server takes that."""
-        limit = self.max_reason if self.features.schema_limits else None
-        if limit is None:
-            return _ANTHROPIC_SCHEMA
-        reason = {**_ANTHROPIC_SCHEMA["properties"]["reason"], "maxLength": limit}
-        return {**_ANTHROPIC_SCHEMA, "properties": {**_ANTHROPIC_SCHEMA["properties"], "reason": reason}}
+        return limited(_ANTHROPIC_SCHEMA, self.max_reason if self.features.schema_limits else None)
 
     def body(self, messages: list[Message], tools: list[ToolSpec], tool_choice: ToolChoice) -> dict[str, Any]:
         system, wire = _to_wire(messages)

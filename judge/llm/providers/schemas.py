@@ -92,12 +92,29 @@ def reason_limit(env: Mapping[str, str], base_url: str | None) -> int | None:
     return value or None
 
 
-def verdict_schema(max_reason: int | None = None) -> dict[str, Any]:
-    """:data:`VERDICT_SCHEMA`, with the reason limited to ``max_reason`` characters."""
+#: Most citations a length-limited verdict may carry, each quote limited like the reason
+#: (evidence checking asks for 1 to 3, see :mod:`judge.llm.evidence`).
+LIMITED_CITATIONS = 5
+
+
+def limited(schema: Mapping[str, Any], max_reason: int | None) -> dict[str, Any]:
+    """A verdict schema (OpenAI's or Anthropic's form) whose free text is bounded: the
+    reason and each citation's quote at most ``max_reason`` characters, at most
+    :data:`LIMITED_CITATIONS` citations. ``None``: the schema unchanged."""
     if max_reason is None:
-        return VERDICT_SCHEMA
-    reason = {**VERDICT_SCHEMA["properties"]["reason"], "maxLength": max_reason}
-    return {**VERDICT_SCHEMA, "properties": {**VERDICT_SCHEMA["properties"], "reason": reason}}
+        return dict(schema)
+    props = dict(schema["properties"])
+    props["reason"] = {**props["reason"], "maxLength": max_reason}
+    items = props["citations"]["items"]
+    quote = {**items["properties"]["quote"], "maxLength": max_reason}
+    items = {**items, "properties": {**items["properties"], "quote": quote}}
+    props["citations"] = {**props["citations"], "items": items, "maxItems": LIMITED_CITATIONS}
+    return {**schema, "properties": props}
+
+
+def verdict_schema(max_reason: int | None = None) -> dict[str, Any]:
+    """:data:`VERDICT_SCHEMA`, its free text bounded by ``max_reason`` (see :func:`limited`)."""
+    return limited(VERDICT_SCHEMA, max_reason)
 
 
 def _call_shapes(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
