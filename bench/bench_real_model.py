@@ -14,6 +14,8 @@ three suites, once with text tool calls on and once with them off
 - verdicts parsed: judgements that ended in a parsed verdict (the rest are errors:
   unparseable answers and timeouts, counted separately);
 - accuracy and Cohen's kappa (block = positive) with 95 % Wilson intervals;
+- how many answers were blocked, and the output tokens of all judgements (a model that
+  rambles shows here: every reply written to the token cap);
 - seconds per judgement (median and mean, wall clock, tool rounds included).
 
 Suites: ``evals/smoke`` (its prompt hook pointed at the model), ``evals/realmodel``
@@ -160,6 +162,8 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
     errors = [r for r in results if r.get("error")]
     unparsed = [r for r in errors if "not a verdict" in str(r["error"])]
     seconds = [r["durationMs"] / 1000 for r in results if r.get("durationMs") is not None]
+    output_tokens = sum(int((r.get("usage") or {}).get("outputTokens") or 0) for r in results)
+    blocks = sum(r.get("decision") == "block" for r in results)
     confusion = report.get("confusion") or {}
     scored = sum(int(confusion.get(k, 0)) for k in ("tp", "fp", "tn", "fn"))
     correct = int(confusion.get("tp", 0)) + int(confusion.get("tn", 0))
@@ -175,6 +179,8 @@ def summarize(suite: Path, out: Path) -> dict[str, Any]:
         "other errors": len(errors) - len(unparsed),
         "accuracy": _ci(correct, scored),
         "kappa": "-" if kappa is None else f"{kappa:.2f}",
+        "blocks": blocks,
+        "output tokens (all)": output_tokens,
         "s/judgement (median, mean)": (
             f"{statistics.median(seconds):.1f}, {statistics.fmean(seconds):.1f}" if seconds else "-"
         ),
