@@ -23,7 +23,6 @@ from judge.llm.providers.base import (
     token_count,
     wants_answer_schema,
 )
-from judge.llm.providers.schemas import limited
 
 #: Anthropic's structured output wants optional fields left out of ``required``.
 _ANTHROPIC_SCHEMA: dict[str, Any] = {
@@ -93,6 +92,7 @@ class AnthropicProvider(SDKProvider):
     url_var = "ANTHROPIC_BASE_URL"
     path = "/v1/messages"
     structured_field = "output_config"
+    verdict_form = _ANTHROPIC_SCHEMA
     new_client = staticmethod(new_client)
 
     @staticmethod
@@ -100,11 +100,6 @@ class AnthropicProvider(SDKProvider):
         import anthropic
 
         return anthropic, anthropic.AnthropicError
-
-    def verdict_schema(self) -> dict[str, Any]:
-        """Anthropic's form of the verdict schema (optional fields left out of ``required``),
-        its reason limited where the server takes that."""
-        return limited(_ANTHROPIC_SCHEMA, self.max_reason if self.features.schema_limits else None)
 
     def body(self, messages: list[Message], tools: list[ToolSpec], tool_choice: ToolChoice) -> dict[str, Any]:
         system, wire = _to_wire(messages)

@@ -38,7 +38,7 @@ from judge.llm.providers.schemas import CITATION_SCHEMA as CITATION_SCHEMA
 from judge.llm.providers.schemas import VERDICT_SCHEMA as VERDICT_SCHEMA
 from judge.llm.providers.schemas import answer_or_call_schema as answer_or_call_schema
 from judge.llm.providers.schemas import call_schema as call_schema
-from judge.llm.providers.schemas import reason_limit, verdict_schema
+from judge.llm.providers.schemas import limited, reason_limit
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: "auto": the model may call a tool or answer; "none": it must answer (the verdict schema
@@ -237,6 +237,8 @@ class SDKProvider:
     url_var: ClassVar[str]
     path: ClassVar[str]
     structured_field: ClassVar[str]
+    #: the verdict schema in this provider's form (before :meth:`verdict_schema` bounds it)
+    verdict_form: ClassVar[dict[str, Any]] = VERDICT_SCHEMA
 
     def __init__(self, model: str, env: Mapping[str, str] | None = None, *, client: Any = None) -> None:
         env = os.environ if env is None else env
@@ -269,19 +271,24 @@ class SDKProvider:
         """Whether this request asks for a tool call as structured output (:func:`call_schema`):
         ``tool_choice: "required"`` where the server does not enforce it (or no longer gets
         tools or a tool choice), and structured output is still on."""
-        native = self.features.tools and self.features.tool_choice and self.features.required_tool_choice
-        return tool_choice == "required" and bool(tools) and self.features.structured_output and not native
+        return tool_choice == "required" and bool(tools) and self._choice_by_schema
 
     def answer_or_call(self, tools: list[ToolSpec], tool_choice: ToolChoice) -> bool:
         """Whether this request asks for a verdict OR a tool call as structured output
         (:func:`answer_or_call_schema`): a free turn (``"auto"``) on a server known to ignore
         ``tool_choice``, so the reply is one of the two and never rambles on."""
+        return tool_choice == "auto" and bool(tools) and self._choice_by_schema
+
+    @property
+    def _choice_by_schema(self) -> bool:
+        """Whether a tool choice is made by schema: structured output is on and the server
+        does not enforce ``tool_choice`` itself (or no longer gets tools or a choice)."""
         native = self.features.tools and self.features.tool_choice and self.features.required_tool_choice
-        return tool_choice == "auto" and bool(tools) and self.features.structured_output and not native
+        return self.features.structured_output and not native
 
     def verdict_schema(self) -> dict[str, Any]:
-        """The verdict schema, its reason limited where the server takes that (:func:`reason_limit`)."""
-        return verdict_schema(self.max_reason if self.features.schema_limits else None)
+        """The verdict schema, its free text bounded where the server takes that (:func:`reason_limit`)."""
+        return limited(self.verdict_form, self.max_reason if self.features.schema_limits else None)
 
     @property
     def structured_output(self) -> bool:
@@ -324,9 +331,10 @@ class SDKProvider:
                 "tools": "tools",
                 "temperature": "temperature",
             }
-            feature = rejected_feature(exc.status_code, error_message(exc), body, fields)
-            limited = self.max_reason is not None and self.features.schema_limits
-            if feature == "structured_output" and limited and blames_limits(error_message(exc)):
+            message = error_message(exc)
+            feature = rejected_feature(exc.status_code, message, body, fields)
+            bounded = self.max_reason is not None and self.features.schema_limits
+            if feature == "structured_output" and bounded and blames_limits(message):
                 feature = "schema_limits"  # first try the schema without the reason's length limit
             if feature is not None:
                 # Structured output, tool_choice, tools or a temperature rejected (older models, local

@@ -10,7 +10,7 @@
 A small model on a slow CPU can also ramble: asked for a reason it repeats itself until
 the answer-length cap, at some seconds per hundred tokens. Servers that turn the schema
 into a grammar (llama.cpp, vLLM, Ollama) stop it with a ``maxLength`` on the reason
-(:func:`verdict_schema`); OpenAI's and Anthropic's strict schemas do not accept that
+(:func:`limited`); OpenAI's and Anthropic's strict schemas do not accept that
 keyword, so the limit is only sent to local servers (:func:`reason_limit`) and dropped
 for good where a server rejects it.
 """
@@ -110,11 +110,6 @@ def limited(schema: Mapping[str, Any], max_reason: int | None) -> dict[str, Any]
     items = {**items, "properties": {**items["properties"], "quote": quote}}
     props["citations"] = {**props["citations"], "items": items, "maxItems": LIMITED_CITATIONS}
     return {**schema, "properties": props}
-
-
-def verdict_schema(max_reason: int | None = None) -> dict[str, Any]:
-    """:data:`VERDICT_SCHEMA`, its free text bounded by ``max_reason`` (see :func:`limited`)."""
-    return limited(VERDICT_SCHEMA, max_reason)
 
 
 def _call_shapes(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
