@@ -59,9 +59,18 @@ def schema_of(fmt: str, body: dict[str, Any]) -> dict[str, Any] | None:
     return body["output_config"]["format"]["schema"] if "output_config" in body else None
 
 
-def reason_max(schema: dict[str, Any] | None) -> int | None:
+def shapes(schema: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The verdict shapes of a schema: the allow and block shapes of a limited one, else itself."""
     assert schema is not None
-    return schema["properties"]["reason"].get("maxLength")
+    return [s for s in schema.get("anyOf", [schema]) if "ok" in s["properties"]]
+
+
+def block_shape(schema: dict[str, Any] | None) -> dict[str, Any]:
+    return next(s for s in shapes(schema) if "reason" in s["properties"])
+
+
+def reason_max(schema: dict[str, Any] | None) -> int | None:
+    return block_shape(schema)["properties"]["reason"].get("maxLength")
 
 
 @pytest.mark.parametrize(
@@ -103,9 +112,26 @@ async def test_a_local_server_gets_the_reason_limited(server, fmt):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+async def test_on_a_local_server_an_allow_is_ok_true_alone_and_a_block_needs_a_reason(server, fmt):
+    server.push(verdict(False, "The tests were not run."))
+    blocked = await judge(server, fmt).evaluate(request_for())
+    await judge(server, fmt, JUDGE_MAX_REASON_CHARS="0").evaluate(request_for())
+    assert (blocked.ok, blocked.reason) == (False, "The tests were not run.")
+    allow, block = shapes(schema_of(fmt, server.requests[0].body))
+    assert allow["properties"] == {"ok": {**allow["properties"]["ok"], "enum": [True]}}
+    assert allow["required"] == ["ok"] and allow["additionalProperties"] is False
+    assert block["properties"]["ok"]["enum"] == [False]
+    assert block["required"] == ["ok", "reason"]
+    assert block["properties"]["reason"]["type"] == "string"
+    assert block["properties"]["reason"]["minLength"] == 1
+    unlimited = shapes(schema_of(fmt, server.requests[1].body))  # no limit: one shape, as on hosted APIs
+    assert len(unlimited) == 1 and "enum" not in unlimited[0]["properties"]["ok"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_citations_are_bounded_like_the_reason(server, fmt):
     await judge(server, fmt, JUDGE_MAX_REASON_CHARS="150").evaluate(request_for())
-    citations = schema_of(fmt, server.requests[0].body)["properties"]["citations"]
+    citations = block_shape(schema_of(fmt, server.requests[0].body))["properties"]["citations"]
     assert citations["maxItems"] == LIMITED_CITATIONS
     assert citations["items"]["properties"]["quote"]["maxLength"] == 150
 
@@ -121,7 +147,7 @@ async def test_a_server_that_rejects_the_limit_keeps_the_schema_without_it(serve
     assert reason_max(schema_of(fmt, rejected.body)) == DEFAULT_REASON_CHARS
     unlimited = schema_of(fmt, retried.body)
     assert unlimited is not None and reason_max(unlimited) is None
-    assert "maxItems" not in unlimited["properties"]["citations"]
+    assert "anyOf" not in unlimited and "maxItems" not in unlimited["properties"]["citations"]
     await judging.evaluate(request_for())  # learned for the client: not sent again
     assert len(server.requests) == 3 and reason_max(schema_of(fmt, server.requests[2].body)) is None
 
@@ -174,8 +200,9 @@ async def test_free_turns_on_a_grammar_server_ask_for_a_verdict_or_a_call(server
     assert len(free) == 2  # after each read: a verdict or another call
     for request in free:
         options = schema_of(fmt, request.body)["anyOf"]
-        assert reason_max(options[0]) == DEFAULT_REASON_CHARS
-        names = {o["properties"]["name"]["enum"][0] for o in options[1:]}
+        assert len(shapes(schema_of(fmt, request.body))) == 2  # allow and block, flattened
+        assert reason_max(schema_of(fmt, request.body)) == DEFAULT_REASON_CHARS
+        names = {o["properties"]["name"]["enum"][0] for o in options if "name" in o["properties"]}
         assert names == {"ReadFile", "GrepSearch"}
         assert request.tool_names  # the tools stay offered beside the schema
     assert "ERROR: 2 tests failed" in server.requests[-1].text

@@ -85,10 +85,11 @@ def schema_name(fmt: str, body: dict[str, Any]) -> str | None:
         return body["response_format"]["json_schema"]["name"] if "response_format" in body else None
     if "output_config" not in body:
         return None
-    schema = body["output_config"]["format"]["schema"]
-    if any("ok" in option.get("properties", {}) for option in schema.get("anyOf", [])):
-        return "verdict_or_tool_call"
-    return "tool_call" if "anyOf" in schema or "arguments" in schema.get("properties", {}) else "verdict"
+    options = body["output_config"]["format"]["schema"]
+    options = options.get("anyOf", [options])  # a verdict on a local server: allow or block
+    verdicts = any("ok" in o["properties"] for o in options)
+    calls = any("arguments" in o["properties"] for o in options)
+    return "verdict_or_tool_call" if verdicts and calls else ("verdict" if verdicts else "tool_call")
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

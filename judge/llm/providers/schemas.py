@@ -9,10 +9,10 @@
 
 A small model on a slow CPU can also ramble: asked for a reason it repeats itself until
 the answer-length cap, at some seconds per hundred tokens. Servers that turn the schema
-into a grammar (llama.cpp, vLLM, Ollama) stop it with a ``maxLength`` on the reason
-(:func:`limited`); OpenAI's and Anthropic's strict schemas do not accept that
-keyword, so the limit is only sent to local servers (:func:`reason_limit`) and dropped
-for good where a server rejects it.
+into a grammar (llama.cpp, vLLM, Ollama) stop it with two shapes (:func:`limited`): an
+allow is ``{"ok": true}`` alone, and a block's reason has a ``maxLength``. OpenAI's and
+Anthropic's strict schemas do not accept that keyword, so these shapes are only sent to
+local servers (:func:`reason_limit`) and dropped for good where a server rejects them.
 """
 
 from __future__ import annotations
@@ -98,18 +98,29 @@ LIMITED_CITATIONS = 5
 
 
 def limited(schema: Mapping[str, Any], max_reason: int | None) -> dict[str, Any]:
-    """A verdict schema (OpenAI's or Anthropic's form) whose free text is bounded: the
-    reason and each citation's quote at most ``max_reason`` characters, at most
-    :data:`LIMITED_CITATIONS` citations. ``None``: the schema unchanged."""
+    """A verdict schema (OpenAI's or Anthropic's form) whose free text is bounded, as two
+    shapes: an allow is ``{"ok": true}`` and nothing else (no reason to ramble in); a
+    block has ``ok: false`` and a reason of at most ``max_reason`` characters, and may
+    have up to :data:`LIMITED_CITATIONS` citations, each quote bounded like the reason.
+    ``None``: the schema unchanged."""
     if max_reason is None:
         return dict(schema)
     props = dict(schema["properties"])
-    props["reason"] = {**props["reason"], "maxLength": max_reason}
+    reason = {k: v for k, v in props["reason"].items() if k != "type"}
+    props["reason"] = {**reason, "type": "string", "minLength": 1, "maxLength": max_reason}
     items = props["citations"]["items"]
     quote = {**items["properties"]["quote"], "maxLength": max_reason}
     items = {**items, "properties": {**items["properties"], "quote": quote}}
     props["citations"] = {**props["citations"], "items": items, "maxItems": LIMITED_CITATIONS}
-    return {**schema, "properties": props}
+    allow = {
+        "type": "object",
+        "properties": {"ok": {**props["ok"], "enum": [True]}},
+        "required": ["ok"],
+        "additionalProperties": False,
+    }
+    props["ok"] = {**props["ok"], "enum": [False]}
+    block = {**schema, "properties": props, "required": ["ok", "reason"]}
+    return {"anyOf": [allow, block]}
 
 
 def _call_shapes(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -137,4 +148,4 @@ def call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
 def answer_or_call_schema(tools: Sequence[ToolSpec], verdict: Mapping[str, Any]) -> dict[str, Any]:
     """A JSON schema for either a verdict or ONE call of one of ``tools`` (written as text),
     for the turns where the model may do either on a server that ignores ``tool_choice``."""
-    return {"anyOf": [dict(verdict), *_call_shapes(tools)]}
+    return {"anyOf": [*verdict.get("anyOf", [verdict]), *_call_shapes(tools)]}
