@@ -34,6 +34,7 @@ from judge.llm.providers.features import (
     shared_features,
     temperature,
 )
+from judge.llm.providers.request_log import RequestLog
 from judge.llm.providers.schemas import CITATION_SCHEMA as CITATION_SCHEMA
 from judge.llm.providers.schemas import VERDICT_SCHEMA as VERDICT_SCHEMA
 from judge.llm.providers.schemas import answer_or_call_schema as answer_or_call_schema
@@ -256,6 +257,7 @@ class SDKProvider:
         self.max_output_tokens = max_output_tokens(env)
         self.temperature = temperature(env)
         self.max_reason = reason_limit(env, self.base_url)
+        self.request_log = RequestLog.from_env(env)
 
     @staticmethod
     def load_sdk() -> tuple[Any, type[Exception]]:
@@ -323,7 +325,7 @@ class SDKProvider:
         if timeout is not None:
             options["timeout"] = max(0.01, timeout)
         try:
-            data = await self._client.post(self.path, cast_to=object, body=body, options=options)
+            data = await self._post(body, options)
         except self.sdk.APIStatusError as exc:
             fields: dict[Feature, str] = {
                 "structured_output": self.structured_field,
@@ -360,6 +362,19 @@ class SDKProvider:
             left = None if timeout is None else timeout - (time.monotonic() - started)
             return await self.complete(messages, tools, tool_choice=tool_choice, timeout=left)
         return completion
+
+    async def _post(self, body: dict[str, Any], options: dict[str, Any]) -> object:
+        """One request through the SDK, written to the request log when there is one."""
+        started, log = time.monotonic(), self.request_log
+        try:
+            data = await self._client.post(self.path, cast_to=object, body=body, options=options)
+        except BaseException as exc:
+            if log is not None:
+                log.write(self.label, self.url, body, time.monotonic() - started, error=exc)
+            raise
+        if log is not None:
+            log.write(self.label, self.url, body, time.monotonic() - started, response=data)
+        return data
 
     def _translate(self, exc: Any) -> Exception:
         status: int = exc.status_code
