@@ -34,6 +34,26 @@ def _sigint_disposition_restored() -> Iterator[None]:
         signal.signal(signal.SIGINT, before)
 
 
+@pytest.fixture(scope="module")
+def _module_llm_server() -> Iterator[Any]:
+    from judge.testing import LLMServer
+
+    with LLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_server(_module_llm_server: Any) -> Any:
+    """The local OpenAI- and Anthropic-format test server (one per test module), reset for
+    each test: no recorded requests, no queued replies, no handler, ``{"ok": true}`` by default."""
+    from judge.testing import verdict
+
+    _module_llm_server.reset()
+    _module_llm_server.handler = None
+    _module_llm_server.default = verdict(True)
+    return _module_llm_server
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Any]:
     """A throw-away PostgreSQL cluster for the session (skipped, with why, when none can start)."""

@@ -21,17 +21,9 @@ from judge.testing import LLMServer, Reply, verdict
 FORMATS = ["openai", "anthropic"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _clean(server):
-    server.reset()
-    server.default = verdict(True)
-    yield
+@pytest.fixture
+def server(llm_server: LLMServer) -> LLMServer:
+    return llm_server  # (tests/conftest.py: reset for each test)
 
 
 def request(timeout: int = 20) -> PromptRequest:

@@ -100,18 +100,9 @@ def test_only_calls_that_showed_the_transcript_count_as_reading(tmp_path):
 # End to end: the real SDKs against the local LLM server.
 
 
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _clean(server):
-    server.reset()
-    server.handler = None
-    server.default = verdict(True)
-    yield
+@pytest.fixture
+def server(llm_server: LLMServer) -> LLMServer:
+    return llm_server  # (tests/conftest.py: reset for each test)
 
 
 def request_for(transcript: Path) -> PromptRequest:

@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 
-from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
 from judge.llm import LLMJudge
 from judge.llm.providers.request_log import REQUEST_LOG_VAR, RequestLog
 from judge.testing import LLMServer, call, fail, say, verdict
 from tests.test_eval_runner import labelled_rows, write_suite
+from tests.test_llm_schemas import request_for
 
 FORMATS = ["openai", "anthropic"]
 REPO = Path(__file__).resolve().parents[1]
@@ -30,26 +29,9 @@ for _sdk in FORMATS:
     importlib.import_module(_sdk)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _clean(server):
-    server.reset()
-    server.handler = None
-    server.default = verdict(True)
-    yield
-
-
-def request_for(transcript: Path | None = None) -> PromptRequest:
-    context: dict[str, Any] = {"hook_event_name": "Stop", "final_output": "All tests pass."}
-    if transcript is not None:
-        context["execution_summary"] = str(transcript)
-    hook = Hook(type="prompt", prompt="Is the answer complete? $ARGUMENTS", timeout=20)
-    return PromptRequest(hook=hook, context=context, transcript_path=transcript)
+@pytest.fixture
+def server(llm_server: LLMServer) -> LLMServer:
+    return llm_server  # (tests/conftest.py: reset for each test)
 
 
 def lines_of(path: Path) -> list[dict[str, Any]]:

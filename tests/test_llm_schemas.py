@@ -26,18 +26,9 @@ for _sdk in FORMATS:
     importlib.import_module(_sdk)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def _clean(server):
-    server.reset()
-    server.handler = None
-    server.default = verdict(True)
-    yield
+@pytest.fixture
+def server(llm_server: LLMServer) -> LLMServer:
+    return llm_server  # (tests/conftest.py: reset for each test)
 
 
 def judge(server: LLMServer, fmt: str, traces: list[JudgementTrace] | None = None, **env: str) -> LLMJudge:
