@@ -16,8 +16,7 @@ from judge.decision import PromptRequest
 from judge.errors import HookError
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
-from judge.llm.reading import ALL_READ
-from judge.llm.text_tools import RESULTS_FOOTER, RESULTS_HEADER
+from judge.llm.text_tools import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, call, fail, say, verdict
 
 FORMATS = ["openai", "anthropic"]
@@ -102,22 +101,6 @@ async def test_a_fenced_text_call_is_run_and_its_result_sent_back(server, fmt, t
     assert "<transcript_data>" in sent and "    44\t" not in sent
     assert second.messages[-2]["role"] == "assistant"  # the written call stays in the conversation
     assert traces[0].tool_calls == ["text:ReadFile"] and traces[0].verdict is False
-
-
-@pytest.mark.parametrize("fmt", FORMATS)
-async def test_results_invite_another_call_only_while_there_is_more_to_read(server, fmt, transcript):
-    part = written("ReadFile", filePath=str(transcript), startLine=1, endLine=10)
-    rest = written("ReadFile", filePath=str(transcript), startLine=11, endLine=100)
-    server.push(say(part), say(rest), verdict(False, "2 tests failed."))
-    traces: list[JudgementTrace] = []
-    result = await judge(server, fmt, traces).evaluate(request_for(transcript))
-    assert (result.ok, result.reason) == (False, "2 tests failed.")
-    more, done = (last_user_text(r) for r in server.requests[1:])
-    assert more.endswith(RESULTS_FOOTER) and ALL_READ.format(lines=60) not in more
-    # read in full: the results end by asking for the verdict, with no invitation to call again
-    assert done.endswith(ALL_READ.format(lines=60)) and RESULTS_FOOTER not in done
-    assert "judge final_output by the hook author's instructions" in done
-    assert traces[0].tool_calls == ["text:ReadFile", "text:ReadFile"]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

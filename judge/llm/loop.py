@@ -270,7 +270,7 @@ async def _text_tool_round(
     shown, done = _results(outputs, log) if runnable else ([], False)
     answers = iter(shown)
     results = [f"Error: {c.error}" if c.error is not None else next(answers) for c in calls]
-    return results_message(calls, results, last=done), done
+    return results_message(calls, results), done
 
 
 async def run_judgement(

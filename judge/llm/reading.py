@@ -29,8 +29,7 @@ REPEATED = (
 )
 ALL_READ = (
     "You have now read the whole transcript (all {lines} lines). Nothing more can be found "
-    "with the tools. Now judge final_output by the hook author's instructions, using what "
-    "the transcript shows, and reply with only the verdict JSON object."
+    "with the tools: reply with only the verdict JSON object now."
 )
 
 

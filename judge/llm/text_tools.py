@@ -190,13 +190,11 @@ RESULTS_FOOTER = (
 )
 
 
-def results_message(calls: list[TextToolCall], results: list[str], *, last: bool = False) -> str:
-    """The user message that hands the results of text tool calls back to the model;
-    ``last``: no more reading (the results say why), so no invitation to call again."""
+def results_message(calls: list[TextToolCall], results: list[str]) -> str:
+    """The user message that hands the results of text tool calls back to the model."""
     parts = [RESULTS_HEADER]
     for number, (call, result) in enumerate(zip(calls, results, strict=True), 1):
         arguments = json.dumps(call.arguments, ensure_ascii=False)
         parts.append(f"[{number}] {call.name} {arguments}:\n{result}")
-    if not last:
-        parts.append(RESULTS_FOOTER)
+    parts.append(RESULTS_FOOTER)
     return "\n\n".join(parts)
