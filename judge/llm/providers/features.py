@@ -22,8 +22,8 @@ shared SDK client share what was learned, see :func:`shared_features`); a tool t
 can no longer call structurally is still reachable as a text tool call
 (:mod:`judge.llm.text_tools`). A server that ignores ``tool_choice: "required"`` is asked
 for the call as structured output instead (:func:`judge.llm.providers.schemas.call_schema`).
-A length limit in the verdict schema that a server rejects (``schema_limits``) is dropped
-before the schema itself (:mod:`judge.llm.providers.schemas`).
+The bounded form of the verdict schema (``schema_limits``), where a server rejects it, is
+dropped before the schema itself (:mod:`judge.llm.providers.schemas`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ class Features:
     """What this provider still sends (each is switched off for good once rejected)."""
 
     structured_output: bool = True
-    #: whether the verdict schema still carries the reason's length limit (``maxLength``)
+    #: whether the verdict schema is still sent in its bounded form (an allow alone, a
+    #: block with a ``maxLength`` reason; :func:`judge.llm.providers.schemas.limited`)
     schema_limits: bool = True
     tool_choice: bool = True
     tools: bool = True

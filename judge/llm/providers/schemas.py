@@ -106,8 +106,7 @@ def limited(schema: Mapping[str, Any], max_reason: int | None) -> dict[str, Any]
     if max_reason is None:
         return dict(schema)
     props = dict(schema["properties"])
-    reason = {k: v for k, v in props["reason"].items() if k != "type"}
-    props["reason"] = {**reason, "type": "string", "minLength": 1, "maxLength": max_reason}
+    props["reason"] = {**props["reason"], "type": "string", "minLength": 1, "maxLength": max_reason}
     items = props["citations"]["items"]
     quote = {**items["properties"]["quote"], "maxLength": max_reason}
     items = {**items, "properties": {**items["properties"], "quote": quote}}
