@@ -66,6 +66,8 @@ from judge.integrations.claude_code_protocol import (
     parse_input,
 )
 from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
+from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
+from judge.llm.providers.features_memo import remembering
 from judge.validation import runnable
 
 __all__ = ["ClaudeCodeInput", "build_context", "handle", "main", "parse_input"]
@@ -318,7 +320,9 @@ def main(args: argparse.Namespace) -> int:
     timeout = getattr(args, "timeout", None)
     seconds = deadline_seconds(timeout, started, age)
     try:
-        output = asyncio.run(run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout))
+        with remembering(state_path.parent / MEMO_FILE):  # what servers lack, kept between calls
+            bounded = run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout)
+            output = asyncio.run(bounded)
     except ContextError as exc:
         _adapter_failure(event, str(exc))
         return 0

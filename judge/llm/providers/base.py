@@ -34,6 +34,7 @@ from judge.llm.providers.features import (
     shared_features,
     temperature,
 )
+from judge.llm.providers.features_memo import attach, server_key
 from judge.llm.providers.request_log import RequestLog
 from judge.llm.providers.schemas import CITATION_SCHEMA as CITATION_SCHEMA
 from judge.llm.providers.schemas import VERDICT_SCHEMA as VERDICT_SCHEMA
@@ -254,6 +255,7 @@ class SDKProvider:
         self.features = (
             shared_features(client, model, structured) if shared else Features(structured_output=structured)
         )
+        attach(self.features, server_key(self.provider, self.base_url, model, structured))  # across processes
         self.max_output_tokens = max_output_tokens(env)
         self.temperature = temperature(env)
         self.max_reason = reason_limit(env, self.base_url)
@@ -358,7 +360,7 @@ class SDKProvider:
         if asked and self.features.structured_output and not completion.tool_calls and not written:
             # The server ignored tool_choice "required" (llama.cpp, some gateways): from now
             # on the call is asked for as structured output, starting with this turn.
-            self.features.required_tool_choice = False
+            self.features.drop("required_tool_choice")
             left = None if timeout is None else timeout - (time.monotonic() - started)
             return await self.complete(messages, tools, tool_choice=tool_choice, timeout=left)
         return completion

@@ -18,25 +18,29 @@ compatible servers often do not, and say so in an error answer:
 
 :func:`rejected_feature` reads such an answer and names the ONE feature to drop (the
 provider then repeats the request without it and never sends it again; providers on one
-shared SDK client share what was learned, see :func:`shared_features`); a tool the model
-can no longer call structurally is still reachable as a text tool call
-(:mod:`judge.llm.text_tools`). A server that ignores ``tool_choice: "required"`` is asked
-for the call as structured output instead (:func:`judge.llm.providers.schemas.call_schema`).
-The bounded form of the verdict schema (``schema_limits``), where a server rejects it, is
-dropped before the schema itself (:mod:`judge.llm.providers.schemas`).
+shared SDK client share what was learned, see :func:`shared_features`, and ``judge
+claude-code`` keeps it across its processes, see
+:mod:`judge.llm.providers.features_memo`); a tool the model can no longer call
+structurally is still reachable as a text tool call (:mod:`judge.llm.text_tools`). A
+server that ignores ``tool_choice: "required"`` is asked for the call as structured
+output instead (:func:`judge.llm.providers.schemas.call_schema`). The bounded form of the
+verdict schema (``schema_limits``), where a server rejects it, is dropped before the
+schema itself (:mod:`judge.llm.providers.schemas`).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from judge.errors import HookError
 
-Feature = Literal["structured_output", "schema_limits", "tool_choice", "tools", "temperature"]
+Feature = Literal[
+    "structured_output", "schema_limits", "tool_choice", "tools", "temperature", "required_tool_choice"
+]
 
 #: Statuses a server answers an unsupported feature with (llama.cpp uses 500/501).
 FEATURE_STATUSES = (400, 422, 500, 501)
@@ -68,9 +72,18 @@ class Features:
     #: whether the server enforces ``tool_choice: "required"``; switched off (for good)
     #: when it answered such a request without a tool call
     required_tool_choice: bool = True
+    #: called after a feature was switched off (:mod:`judge.llm.providers.features_memo`)
+    on_drop: Callable[[Features], None] | None = field(default=None, repr=False, compare=False)
 
     def drop(self, feature: Feature) -> None:
-        setattr(self, feature, False)
+        if getattr(self, feature):
+            setattr(self, feature, False)
+            if self.on_drop is not None:
+                self.on_drop(self)
+
+    def off(self) -> list[str]:
+        """The features switched off."""
+        return [f.name for f in fields(self) if f.name != "on_drop" and getattr(self, f.name) is False]
 
 
 _LEARNED: weakref.WeakKeyDictionary[Any, dict[tuple[str, bool], Features]] = weakref.WeakKeyDictionary()
