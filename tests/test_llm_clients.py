@@ -151,7 +151,7 @@ def test_server_sockets_are_tcp_nodelay(server):
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
 def test_both_http_transports_judge_and_retry(server, fmt, transport, monkeypatch):
-    from judge.llm.providers.base import http_transport
+    from judge.llm.providers.clients import http_transport
     from judge.testing import fail
 
     monkeypatch.setenv("JUDGE_HTTP_TRANSPORT", transport)

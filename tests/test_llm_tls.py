@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 
-from judge.llm.providers.base import shared_ssl_context, tls_verify
+from judge.llm.providers.clients import shared_ssl_context, tls_verify
 
 
 def test_plain_http_servers_get_no_tls_context() -> None:

@@ -68,7 +68,8 @@ from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
 from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
-from judge.llm.providers.base import SDKProvider, api_settings
+from judge.llm.providers.base import SDKProvider
+from judge.llm.providers.clients import api_settings
 from judge.pricing import batch_cost
 
 

@@ -17,12 +17,11 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
     answer_or_call_schema,
-    api_settings,
     call_schema,
-    sdk_client,
     token_count,
     wants_answer_schema,
 )
+from judge.llm.providers.clients import api_settings, sdk_client
 
 #: Anthropic's structured output wants optional fields left out of ``required``.
 _ANTHROPIC_SCHEMA: dict[str, Any] = {

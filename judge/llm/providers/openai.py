@@ -16,12 +16,11 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
     answer_or_call_schema,
-    api_settings,
     call_schema,
-    sdk_client,
     token_count,
     wants_answer_schema,
 )
+from judge.llm.providers.clients import api_settings, sdk_client
 
 
 def _to_wire(message: Message) -> dict[str, Any]:
