@@ -6,7 +6,12 @@ import pytest
 
 from judge.llm.providers.features import Features, rejected_feature
 
-FIELDS = {"structured_output": "response_format", "tool_choice": "tool_choice", "tools": "tools"}
+FIELDS = {
+    "structured_output": "response_format",
+    "tool_choice": "tool_choice",
+    "tools": "tools",
+    "stop": "stop",
+}
 FULL = {"tools": [], "tool_choice": "auto", "response_format": {}}
 
 
@@ -33,6 +38,13 @@ FULL = {"tools": [], "tool_choice": "auto", "response_format": {}}
         (500, "JSON schema conversion failed", {"response_format": {}}, "structured_output"),
         (400, "structured output is not supported", {"response_format": {}}, "structured_output"),
         (400, "something else entirely", {"response_format": {}}, "structured_output"),
+        (400, "Unsupported param: stop", {"stop": [], "response_format": {}}, "stop"),
+        (
+            400,
+            "Unsupported parameter: 'stop' is not supported with this model.",
+            {"stop": [], "tools": [], "tool_choice": "auto"},
+            "stop",
+        ),
     ],
 )
 def test_the_rejected_feature_is_named(status, message, body, expected):
@@ -47,6 +59,7 @@ def test_the_rejected_feature_is_named(status, message, body, expected):
         (429, "rate limit", FULL),
         (400, "context length exceeded", {"tools": [], "tool_choice": "auto"}),  # nothing to drop
         (500, "tools param requires --jinja flag", {"response_format": {}}),  # no tools sent
+        (400, "Unsupported param: stop", {"tools": []}),  # no stop sequences sent
     ],
 )
 def test_other_errors_blame_no_feature(status, message, body):

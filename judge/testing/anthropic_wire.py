@@ -47,7 +47,9 @@ def content_blocks(reply: Reply, new_id: Callable[[], str]) -> list[dict[str, An
 
 
 def stop_reason(reply: Reply) -> str:
-    return "tool_use" if reply.tool_calls else "end_turn"
+    if reply.tool_calls:
+        return "tool_use"
+    return "stop_sequence" if reply.stopped_at is not None else "end_turn"
 
 
 def message(
@@ -61,7 +63,7 @@ def message(
         "model": request.model,
         "content": blocks,
         "stop_reason": stop_reason(reply),
-        "stop_sequence": None,
+        "stop_sequence": reply.stopped_at,
         "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
     }
 
@@ -91,7 +93,7 @@ def stream_events(
         "message_delta",
         {
             "type": "message_delta",
-            "delta": {"stop_reason": stop_reason(reply), "stop_sequence": None},
+            "delta": {"stop_reason": stop_reason(reply), "stop_sequence": reply.stopped_at},
             "usage": {"output_tokens": usage[1]},
         },
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 WireFormat = Literal["openai", "anthropic"]
@@ -26,7 +26,8 @@ class Reply:
 
     ``status`` other than 200 sends an error body in the request's wire format (with
     ``retry_after`` as the ``retry-after`` header when set). ``delay`` waits before
-    answering; ``hang`` waits (almost) for ever.
+    answering; ``hang`` waits (almost) for ever. Text is cut before the first of the
+    request's stop sequences, if any.
     """
 
     text: str | None = None
@@ -39,6 +40,9 @@ class Reply:
     input_tokens: int | None = None
     output_tokens: int | None = None
     raw: str | None = None
+    #: the stop sequence the text was cut at (set by the server, from the request's
+    #: ``stop`` / ``stop_sequences``, as real servers do)
+    stopped_at: str | None = None
 
 
 def say(text: str, *, delay: float = 0.0) -> Reply:
@@ -150,3 +154,18 @@ def _text_of(content: Any) -> str:
                     texts.append(_text_of(block.get("content")))
         return "\n".join(texts)
     return "" if content is None else str(content)
+
+
+def cut_at_stop(reply: Reply, body: dict[str, Any]) -> Reply:
+    """``reply`` with its text ending before the first of the request's stop sequences
+    (OpenAI ``stop``: a string or a list; Anthropic ``stop_sequences``), as servers do."""
+    sequences = body.get("stop", body.get("stop_sequences"))
+    if isinstance(sequences, str):
+        sequences = [sequences]
+    if not reply.text or not isinstance(sequences, list):
+        return reply
+    found = [(reply.text.find(s), s) for s in sequences if isinstance(s, str) and s and s in reply.text]
+    if not found:
+        return reply
+    at, sequence = min(found)
+    return replace(reply, text=reply.text[:at], stopped_at=sequence)

@@ -57,6 +57,7 @@ from judge.testing.llm_replies import (
     WireFormat,
     call,
     calls,
+    cut_at_stop,
     fail,
     hang,
     say,
@@ -269,7 +270,7 @@ class LLMServer:
             return recorded, _error(fmt, reply.status, reply.error or "error", headers)
         if reply.raw is not None:
             return recorded, Response(reply.raw, media_type="application/json")
-        return recorded, reply
+        return recorded, cut_at_stop(reply, body)
 
     async def _openai(self, request: Request) -> Response:
         recorded, outcome = await self._prepare(request, "openai")

@@ -91,6 +91,7 @@ class AnthropicProvider(SDKProvider):
     url_var = "ANTHROPIC_BASE_URL"
     path = "/v1/messages"
     structured_field = "output_config"
+    stop_field = "stop_sequences"
     verdict_form = _ANTHROPIC_SCHEMA
     new_client = staticmethod(new_client)
 
@@ -111,6 +112,8 @@ class AnthropicProvider(SDKProvider):
             kwargs["system"] = system
         if self.temperature is not None and self.features.temperature:
             kwargs["temperature"] = self.temperature
+        if self.stop_sequences and self.features.stop:
+            kwargs["stop_sequences"] = list(self.stop_sequences)
         if tools and self.features.tools:
             kwargs["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools

@@ -24,6 +24,7 @@ from judge.llm.providers.failures import ConnectionFailure as ConnectionFailure
 from judge.llm.providers.failures import TransientError as TransientError
 from judge.llm.providers.failures import transport_failure
 from judge.llm.providers.features import (
+    STOP_SEQUENCES,
     Feature,
     Features,
     blames_limits,
@@ -38,7 +39,7 @@ from judge.llm.providers.schemas import CITATION_SCHEMA as CITATION_SCHEMA
 from judge.llm.providers.schemas import VERDICT_SCHEMA as VERDICT_SCHEMA
 from judge.llm.providers.schemas import answer_or_call_schema as answer_or_call_schema
 from judge.llm.providers.schemas import call_schema as call_schema
-from judge.llm.providers.schemas import limited, reason_limit
+from judge.llm.providers.schemas import limited, local_server, reason_limit
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: "auto": the model may call a tool or answer; "none": it must answer (the verdict schema
@@ -173,6 +174,8 @@ class SDKProvider:
     url_var: ClassVar[str]
     path: ClassVar[str]
     structured_field: ClassVar[str]
+    #: the request field of :data:`STOP_SEQUENCES`
+    stop_field: ClassVar[str]
     #: the verdict schema in this provider's form (before :meth:`verdict_schema` bounds it)
     verdict_form: ClassVar[dict[str, Any]] = VERDICT_SCHEMA
 
@@ -193,6 +196,7 @@ class SDKProvider:
         self.max_output_tokens = max_output_tokens(env)
         self.temperature = temperature(env)
         self.max_reason = reason_limit(env, self.base_url)
+        self.stop_sequences = STOP_SEQUENCES if local_server(self.base_url) else ()
         self.request_log = RequestLog.from_env(env)
 
     @staticmethod
@@ -268,6 +272,7 @@ class SDKProvider:
                 "tool_choice": "tool_choice",
                 "tools": "tools",
                 "temperature": "temperature",
+                "stop": self.stop_field,
             }
             message = error_message(exc)
             feature = rejected_feature(exc.status_code, message, body, fields)

@@ -39,8 +39,19 @@ from typing import Any, Literal
 from judge.errors import HookError
 
 Feature = Literal[
-    "structured_output", "schema_limits", "tool_choice", "tools", "temperature", "required_tool_choice"
+    "structured_output",
+    "schema_limits",
+    "tool_choice",
+    "tools",
+    "temperature",
+    "required_tool_choice",
+    "stop",
 ]
+
+#: Where a local server's answer ends early: three blank lines. Small models at temperature
+#: 0 often follow a short answer (a fenced verdict) with newlines up to the token limit —
+#: half a minute of a 1.5B model on 2 cores for nothing; no verdict or tool call has them.
+STOP_SEQUENCES = ("\n\n\n\n",)
 
 #: Statuses a server answers an unsupported feature with (llama.cpp uses 500/501).
 FEATURE_STATUSES = (400, 422, 500, 501)
@@ -55,6 +66,7 @@ _TOOLS_HINTS = (
     "'tools'",
     '"tools"',
 )
+_STOP_HINTS = ("stop_sequence", "'stop'", '"stop"', "param: stop", "parameter: stop", "stop sequence")
 _SCHEMA_HINTS = ("response_format", "json_schema", "grammar", "schema", "output_config", "structured")
 
 
@@ -72,6 +84,8 @@ class Features:
     #: whether the server enforces ``tool_choice: "required"``; switched off (for good)
     #: when it answered such a request without a tool call
     required_tool_choice: bool = True
+    #: whether :data:`STOP_SEQUENCES` are sent (to local servers only)
+    stop: bool = True
     #: called after a feature was switched off (:mod:`judge.llm.providers.features_memo`)
     on_drop: Callable[[Features], None] | None = field(default=None, repr=False, compare=False)
 
@@ -121,6 +135,8 @@ def rejected_feature(
             return "tools"
     if "temperature" in present and "temperature" in text:
         return "temperature"
+    if "stop" in present and any(hint in text for hint in _STOP_HINTS):
+        return "stop"
     if "tools" in present and any(hint in text for hint in _TOOLS_HINTS):
         return "tools"
     if "structured_output" in present and (status == 400 or any(hint in text for hint in _SCHEMA_HINTS)):

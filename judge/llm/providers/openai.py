@@ -86,6 +86,7 @@ class OpenAIProvider(SDKProvider):
     url_var = "OPENAI_BASE_URL"
     path = "/chat/completions"
     structured_field = "response_format"
+    stop_field = "stop"
     new_client = staticmethod(new_client)
 
     @staticmethod
@@ -102,6 +103,8 @@ class OpenAIProvider(SDKProvider):
         }
         if self.temperature is not None and self.features.temperature:
             kwargs["temperature"] = self.temperature
+        if self.stop_sequences and self.features.stop:
+            kwargs["stop"] = list(self.stop_sequences)
         if tools and self.features.tools:
             kwargs["tools"] = [
                 {
