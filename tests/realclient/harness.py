@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -170,6 +171,7 @@ class ClaudeSession:
         settings: dict[str, Any] | None = None,
         subagent_replies: list[Reply] | None = None,
         judge_replies: list[Reply] | None = None,
+        judge_handler: Callable[[LLMRequest], Reply] | None = None,
     ) -> RunResult:
         self.config_path.write_text(yaml.safe_dump(self.judge_config, sort_keys=False))
         self.settings_path.write_text(json.dumps(settings if settings is not None else self.settings()))
@@ -179,6 +181,8 @@ class ClaudeSession:
 
         def answer(request: LLMRequest) -> Reply:
             if request.model == JUDGE_MODEL:
+                if judge_handler is not None:
+                    return judge_handler(request)
                 return judge_script.popleft() if judge_script else say('{"ok": true}')
             if not request.body.get("tools"):
                 return say("Scripted session")

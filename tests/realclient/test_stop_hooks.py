@@ -27,10 +27,12 @@ import json
 import os
 import subprocess
 import sys
+from collections import deque
 
 import pytest
 
-from judge.testing import Reply, ToolCallSpec, call, say
+from judge.llm.text_tools import RESULTS_HEADER
+from judge.testing import LLMRequest, Reply, ToolCallSpec, call, say
 from tests.realclient.harness import (
     JUDGE_MODEL,
     RUN_TIMEOUT,
@@ -85,6 +87,42 @@ def test_a_stop_judged_by_a_model_that_reads_the_transcript(session: ClaudeSessi
     assert len(judged) >= 2, result.explain()
     assert "LINKER-ERROR-7 undefined reference" in judged[1].text  # the grep found it in the transcript
     assert "LINKER-ERROR-7 is still in the log" in hook_notes(result.agent_requests[2])
+
+
+def test_the_second_stop_starts_from_what_the_first_learned_about_the_judge_server(
+    session: ClaudeSession,
+) -> None:
+    """A judge server that ignores a required tool choice (as llama.cpp does): the judge
+    process of the first Stop learns it with one extra request; the process of the next
+    Stop starts from ``server-features.json`` beside the state and asks for the call by
+    schema at once."""
+    session.events = ("Stop",)
+    hook = {"type": "prompt", "model": f"anthropic:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    verdicts = deque(['{"ok": false, "reason": "LINKER-ERROR-7 is still in the log."}', '{"ok": true}'])
+    grep = {"name": "GrepSearch", "arguments": {"query": "LINKER-ERROR", "isRegexp": False}}
+
+    def judge(request: LLMRequest) -> Reply:
+        if RESULTS_HEADER in request.text:
+            return say(verdicts.popleft() if verdicts else '{"ok": true}')
+        if "output_config" in request.body:  # the call schema
+            return say(json.dumps(grep))
+        return say("The build looks fine to me.")  # tool_choice "any", ignored
+
+    log = 'echo "compiling"; echo "LINKER-ERROR-$((3+4)) undefined reference"'
+    result = session.run(
+        "build it",
+        [tool("Bash", "toolu_build", command=log), say("Build finished."), say("Fixed the linker error.")],
+        judge_handler=judge,
+    )
+    assert result.returncode == 0, result.explain()
+    judged = [r for r in result.requests if r.model == JUDGE_MODEL]
+    schema = ["output_config" in r.body for r in judged]
+    assert schema == [False, True, True, True, True], result.explain()  # learned once: 3 + 2 requests
+    assert judged[0].body["tool_choice"] == {"type": "any"}
+    assert "LINKER-ERROR-7 is still in the log" in hook_notes(result.agent_requests[2])
+    memo = json.loads((session.state_path.parent / "server-features.json").read_text())
+    assert [entry["off"] for entry in memo["servers"].values()] == [["required_tool_choice"]]
 
 
 def test_stop_hook_active_reaches_command_stop_hooks(session: ClaudeSession) -> None:
