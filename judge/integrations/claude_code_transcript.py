@@ -27,8 +27,9 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-#: Longest rendered line; longer ones are cut with a note.
-MAX_LINE_CHARS = 2000
+from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
+from judge.integrations.claude_code_text import block_text, clip, labelled, one_line
+
 #: Lines kept from the start of one tool result.
 TOOL_RESULT_HEAD_LINES = 15
 #: Lines kept from the end of one tool result (errors of builds and test runs are there).
@@ -66,60 +67,6 @@ _NOISE_ATTACHMENTS = frozenset(
         "remote_session_change",
     }
 )
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}… [+{len(text) - limit} chars]"
-
-
-def _one_line(text: str, limit: int) -> str:
-    return _clip(" ".join(text.split()), limit)
-
-
-def _block_text(content: Any) -> str:
-    """Plain text of a message/tool-result content (a string or a list of blocks)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, dict):
-                if block.get("type") == "text" and isinstance(block.get("text"), str):
-                    parts.append(block["text"])
-                elif block.get("type") == "image":
-                    parts.append("[image]")
-                elif block.get("type"):
-                    parts.append(f"[{block['type']}]")
-            elif isinstance(block, str):
-                parts.append(block)
-        return "\n".join(parts)
-    if content is None:
-        return ""
-    return json.dumps(content, ensure_ascii=False)
-
-
-def _labelled(label: str, text: str, head: int | None = None, tail: int = 0) -> Iterator[str]:
-    """``label: first line`` then the remaining lines indented, each cut to MAX_LINE_CHARS.
-
-    With ``head``, a text longer than ``head + tail`` lines keeps its first ``head`` and
-    last ``tail`` lines, with a note of how many were cut between them.
-    """
-    lines = text.rstrip("\n").split("\n") if text.strip() else [""]
-    last: list[str] = []
-    cut = 0
-    if head is not None and len(lines) > head + tail:
-        cut = len(lines) - head - tail
-        last = lines[len(lines) - tail :] if tail else []
-        lines = lines[:head]
-    yield _clip(f"{label}: {lines[0]}", MAX_LINE_CHARS)
-    for line in lines[1:]:
-        yield _clip(f"    {line}", MAX_LINE_CHARS)
-    if cut:
-        yield f"    [... {cut} lines omitted ...]"
-    for line in last:
-        yield _clip(f"    {line}", MAX_LINE_CHARS)
 
 
 class ClaudeCodeRenderer:
@@ -235,8 +182,8 @@ class ClaudeCodeRenderer:
         if not summary:
             return []
         if not self._conversation_started:
-            return [_clip(f"SUMMARY (of another session, not this conversation): {summary}", MAX_LINE_CHARS)]
-        return [_clip(f"SUMMARY: {summary}", MAX_LINE_CHARS)]
+            return [clip(f"SUMMARY (of another session, not this conversation): {summary}", MAX_LINE_CHARS)]
+        return [clip(f"SUMMARY: {summary}", MAX_LINE_CHARS)]
 
     def _attachment(self, obj: dict[str, Any], prefix: str) -> list[str]:
         """Hook feedback, hook context and queued user input; listings and snapshots are noise."""
@@ -253,21 +200,19 @@ class ClaudeCodeRenderer:
             error = att.get("blockingError")
             if isinstance(error, dict):
                 error = error.get("blockingError")
-            return list(_labelled(f"{prefix}HOOK BLOCKED ({hook})", _block_text(error)))
+            return list(labelled(f"{prefix}HOOK BLOCKED ({hook})", block_text(error)))
         if kind == "hook_additional_context":
-            return list(_labelled(f"{prefix}HOOK CONTEXT ({hook})", _block_text(att.get("content"))))
+            return list(labelled(f"{prefix}HOOK CONTEXT ({hook})", block_text(att.get("content"))))
         if kind.startswith("hook_"):
             detail = att.get("content") or att.get("stderr") or att.get("error") or ""
             label = f"{prefix}HOOK {kind[5:].replace('_', ' ').upper()} ({hook})"
-            return list(_labelled(label, _block_text(detail)))
+            return list(labelled(label, block_text(detail)))
         if kind == "queued_command":
             text = att.get("prompt") or att.get("content") or att.get("text")
-            return list(_labelled(f"{prefix}USER (queued while working)", _block_text(text)))
+            return list(labelled(f"{prefix}USER (queued while working)", block_text(text)))
         text = att.get("content") or att.get("text") or att.get("prompt")
-        if isinstance(text, (str, list)) and _block_text(text).strip():
-            return [
-                _clip(f"{prefix}ATTACHMENT ({kind}): {_one_line(_block_text(text), 400)}", MAX_LINE_CHARS)
-            ]
+        if isinstance(text, (str, list)) and block_text(text).strip():
+            return [clip(f"{prefix}ATTACHMENT ({kind}): {one_line(block_text(text), 400)}", MAX_LINE_CHARS)]
         return []
 
     def _user(self, obj: dict[str, Any], prefix: str) -> list[str]:
@@ -276,10 +221,10 @@ class ClaudeCodeRenderer:
             return []
         content = message.get("content")
         if obj.get("isCompactSummary"):
-            return list(_labelled(f"{prefix}COMPACTION SUMMARY (earlier conversation)", _block_text(content)))
+            return list(labelled(f"{prefix}COMPACTION SUMMARY (earlier conversation)", block_text(content)))
         label = f"{prefix}USER (meta)" if obj.get("isMeta") else f"{prefix}USER"
         if isinstance(content, str):
-            return list(_labelled(label, content))
+            return list(labelled(label, content))
         out: list[str] = []
         if not isinstance(content, list):
             return out
@@ -291,11 +236,11 @@ class ClaudeCodeRenderer:
                 tool_id = str(block.get("tool_use_id") or "")
                 name = self.tool_names.get(tool_id, "tool")
                 status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
-                text = _block_text(block.get("content"))
+                text = block_text(block.get("content"))
                 label_ = f"{prefix}{status} {name} [{tool_id}]"
-                out.extend(_labelled(label_, text, TOOL_RESULT_HEAD_LINES, TOOL_RESULT_TAIL_LINES))
+                out.extend(labelled(label_, text, TOOL_RESULT_HEAD_LINES, TOOL_RESULT_TAIL_LINES))
             elif btype == "text":
-                out.extend(_labelled(label, str(block.get("text") or "")))
+                out.extend(labelled(label, str(block.get("text") or "")))
             elif btype:
                 out.append(f"{label}: [{btype}]")
         return out
@@ -318,9 +263,9 @@ class ClaudeCodeRenderer:
             if btype == "text":
                 text = str(block.get("text") or "")
                 self._remember(obj, message, text)
-                out.extend(_labelled(label, text))
+                out.extend(labelled(label, text))
             elif btype == "thinking":
-                thought = _one_line(str(block.get("thinking") or ""), MAX_THINKING_CHARS)
+                thought = one_line(str(block.get("thinking") or ""), MAX_THINKING_CHARS)
                 out.append(f"{label} (thinking): {thought}")
             elif btype == "redacted_thinking":
                 out.append(f"{label} (thinking): [redacted]")
@@ -329,7 +274,7 @@ class ClaudeCodeRenderer:
                 name = str(block.get("name") or "tool")
                 self._remember_tool(tool_id, name)
                 args = json.dumps(block.get("input"), ensure_ascii=False)
-                out.append(f"{prefix}TOOL CALL {name} [{tool_id}]: {_one_line(args, MAX_TOOL_INPUT_CHARS)}")
+                out.append(f"{prefix}TOOL CALL {name} [{tool_id}]: {one_line(args, MAX_TOOL_INPUT_CHARS)}")
             elif btype:
                 out.append(f"{label}: [{btype}]")
         return out
@@ -361,14 +306,14 @@ class ClaudeCodeRenderer:
             code = cause.get("code") if isinstance(cause, dict) else cause
             attempt = obj.get("retryAttempt")
             retries = f" (retry {attempt}/{obj.get('maxRetries')})" if attempt else ""
-            return [_clip(f"{label}: API error {code}{retries}", MAX_LINE_CHARS)]
+            return [clip(f"{label}: API error {code}{retries}", MAX_LINE_CHARS)]
         if subtype == "stop_hook_summary":
             count = obj.get("hookCount", 0)
             prevented = "yes" if obj.get("preventedContinuation") else "no"
             errors = obj.get("hookErrors") or []
             reason = f", reason: {obj['stopReason']}" if obj.get("stopReason") else ""
             return [
-                _clip(
+                clip(
                     f"{label}: {count} Stop hook(s) ran, prevented continuation: {prevented}, "
                     f"errors: {len(errors)}{reason}",
                     MAX_LINE_CHARS,
@@ -378,7 +323,7 @@ class ClaudeCodeRenderer:
             ms = obj.get("durationMs")
             return [f"{label}: turn took {ms / 1000:.1f} s"] if isinstance(ms, (int, float)) else []
         content = obj.get("content")
-        return list(_labelled(label, _block_text(content))) if content else [f"{label}"]
+        return list(labelled(label, block_text(content))) if content else [f"{label}"]
 
     def _progress(self, obj: dict[str, Any]) -> list[str]:
         """Only a running subagent's messages are worth showing (briefly)."""
@@ -395,7 +340,7 @@ class ClaudeCodeRenderer:
         if kind not in ("user", "assistant") or not isinstance(message, dict):
             return []
         content = message.get("content")
-        blocks = content if isinstance(content, list) else [{"type": "text", "text": _block_text(content)}]
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": block_text(content)}]
         out: list[str] = []
         for block in blocks:
             if not isinstance(block, dict):
@@ -405,14 +350,14 @@ class ClaudeCodeRenderer:
                 name = str(block.get("name") or "tool")
                 self._remember_tool(str(block.get("id") or ""), name)
                 args = json.dumps(block.get("input"), ensure_ascii=False)
-                out.append(f"{prefix}TOOL CALL {name}: {_one_line(args, MAX_SUBAGENT_CHARS)}")
+                out.append(f"{prefix}TOOL CALL {name}: {one_line(args, MAX_SUBAGENT_CHARS)}")
             elif btype == "tool_result":
                 name = self.tool_names.get(str(block.get("tool_use_id") or ""), "tool")
-                text = _block_text(block.get("content"))
-                out.append(f"{prefix}TOOL RESULT {name}: {_one_line(text, MAX_SUBAGENT_CHARS)}")
+                text = block_text(block.get("content"))
+                out.append(f"{prefix}TOOL RESULT {name}: {one_line(text, MAX_SUBAGENT_CHARS)}")
             elif btype == "text":
                 who = "USER" if kind == "user" else "ASSISTANT"
-                out.append(f"{prefix}{who}: {_one_line(str(block.get('text') or ''), MAX_SUBAGENT_CHARS)}")
+                out.append(f"{prefix}{who}: {one_line(str(block.get('text') or ''), MAX_SUBAGENT_CHARS)}")
         return out
 
 

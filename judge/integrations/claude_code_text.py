@@ -1,0 +1,65 @@
+"""Text helpers of the Claude Code transcript renderer: plain text of content blocks,
+long lines and long blocks cut with a note, labelled multi-line entries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+#: Longest rendered line; longer ones are cut with a note.
+MAX_LINE_CHARS = 2000
+
+
+def clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [+{len(text) - limit} chars]"
+
+
+def one_line(text: str, limit: int) -> str:
+    return clip(" ".join(text.split()), limit)
+
+
+def block_text(content: Any) -> str:
+    """Plain text of a message/tool-result content (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, dict):
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif block.get("type") == "image":
+                    parts.append("[image]")
+                elif block.get("type"):
+                    parts.append(f"[{block['type']}]")
+            elif isinstance(block, str):
+                parts.append(block)
+        return "\n".join(parts)
+    if content is None:
+        return ""
+    return json.dumps(content, ensure_ascii=False)
+
+
+def labelled(label: str, text: str, head: int | None = None, tail: int = 0) -> Iterator[str]:
+    """``label: first line`` then the remaining lines indented, each cut to MAX_LINE_CHARS.
+
+    With ``head``, a text longer than ``head + tail`` lines keeps its first ``head`` and
+    last ``tail`` lines, with a note of how many were cut between them.
+    """
+    lines = text.rstrip("\n").split("\n") if text.strip() else [""]
+    last: list[str] = []
+    cut = 0
+    if head is not None and len(lines) > head + tail:
+        cut = len(lines) - head - tail
+        last = lines[len(lines) - tail :] if tail else []
+        lines = lines[:head]
+    yield clip(f"{label}: {lines[0]}", MAX_LINE_CHARS)
+    for line in lines[1:]:
+        yield clip(f"    {line}", MAX_LINE_CHARS)
+    if cut:
+        yield f"    [... {cut} lines omitted ...]"
+    for line in last:
+        yield clip(f"    {line}", MAX_LINE_CHARS)
