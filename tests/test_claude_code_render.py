@@ -169,3 +169,49 @@ def test_a_renderer_resumed_from_its_state_renders_exactly_as_one_pass(split: in
 def test_a_broken_state_is_refused() -> None:
     with pytest.raises(ValueError, match="not a renderer state"):
         ClaudeCodeRenderer.from_state({"tool_names": {}})
+
+
+REASON = "Run the tests: 1 failed."
+
+
+def relayed_feedback() -> dict[str, Any]:
+    """Claude Code 2.1.332: a Stop block's reason, relayed to the agent as a meta user turn."""
+    message = {"role": "user", "content": f"Stop hook feedback:\n{REASON}"}
+    return {"type": "user", "message": message, "isMeta": True, "rowSource": "hook", "hookText": True}
+
+
+def blocking_error(reason: str) -> dict[str, Any]:
+    error = {"blockingError": reason, "command": "judge claude-code"}
+    attachment = {"type": "hook_blocking_error", "hookName": "Stop", "hookEvent": "Stop"}
+    attachment["blockingError"] = error
+    return {"type": "attachment", "attachment": attachment}
+
+
+def test_relayed_hook_feedback_is_not_the_users_words_and_is_shown_once() -> None:
+    text = render(relayed_feedback(), blocking_error(REASON), blocking_error("Another hook's reason."))
+    assert text.splitlines() == [
+        "HOOK FEEDBACK (relayed to the agent): Stop hook feedback:",
+        f"    {REASON}",
+        "HOOK BLOCKED (Stop): Another hook's reason.",
+    ]
+
+
+def test_older_meta_feedback_is_recognised_and_other_meta_turns_stay_user() -> None:
+    older = relayed_feedback()
+    del older["rowSource"], older["hookText"]
+    message = {"role": "user", "content": "<local-command-caveat>x"}
+    caveat = {"type": "user", "isMeta": True, "message": message}
+    text = render(older, caveat)
+    assert text.splitlines()[0] == "HOOK FEEDBACK (relayed to the agent): Stop hook feedback:"
+    assert "USER (meta): <local-command-caveat>x" in text
+
+
+def test_a_resumed_render_still_shows_the_feedback_once() -> None:
+    first = ClaudeCodeRenderer()
+    assert first.feed(json.dumps(relayed_feedback()))
+    state = json.loads(json.dumps(first.state()))
+    assert ClaudeCodeRenderer.from_state(state).feed(json.dumps(blocking_error(REASON))) == []
+    del state["last_feedback"]  # a state written before it was kept
+    assert ClaudeCodeRenderer.from_state(state).feed(json.dumps(blocking_error(REASON))) == [
+        f"HOOK BLOCKED (Stop): {REASON}"
+    ]

@@ -1,9 +1,11 @@
 """Text helpers of the Claude Code transcript renderer: plain text of content blocks,
-long lines and long blocks cut with a note, labelled multi-line entries."""
+long lines and long blocks cut with a note, labelled multi-line entries, and the reason
+in a hook's feedback that Claude Code relays to the agent as a user turn."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -63,3 +65,16 @@ def labelled(label: str, text: str, head: int | None = None, tail: int = 0) -> I
         yield f"    [... {cut} lines omitted ...]"
     for line in last:
         yield clip(f"    {line}", MAX_LINE_CHARS)
+
+
+_FEEDBACK_LEAD = re.compile(r"\A\s*[\w:-]+ hook feedback:\s*\n")
+
+
+def hook_feedback(obj: dict[str, Any], content: Any) -> str | None:
+    """The reason of a hook's feedback relayed to the agent as a meta user turn (Claude Code
+    marks those ``rowSource: "hook"``; the text starts ``Stop hook feedback:``), else None."""
+    text = block_text(content)
+    lead = _FEEDBACK_LEAD.match(text)
+    if obj.get("rowSource") != "hook" and not (obj.get("isMeta") and lead):
+        return None
+    return (text[lead.end() :] if lead else text).strip()

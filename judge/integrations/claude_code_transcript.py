@@ -13,8 +13,11 @@ Bookkeeping and progress noise are dropped; thinking is shown briefly; long tool
 its head and its tail (where a failing build or test run says what went wrong) with a note
 saying how much was cut between them. ``attachment`` lines, where current Claude Code stores
 hook feedback (a hook's blocking error, its additional context) and queued user input, are
-shown; ``summary`` lines before the conversation's first message (Claude Code puts
-summaries of other sessions at the top of a resumed one) are labelled as such.
+shown; a hook's reason that Claude Code relays to the agent as a (meta) user turn is
+labelled as hook feedback, not as the user's words, and its blocking-error attachment
+right after it is not shown twice; ``summary`` lines before the conversation's first
+message (Claude Code puts summaries of other sessions at the top of a resumed one) are
+labelled as such.
 
 The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state` /
 :meth:`ClaudeCodeRenderer.from_state`), so a later Stop can go on from where an earlier one
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
-from judge.integrations.claude_code_text import block_text, clip, labelled, one_line
+from judge.integrations.claude_code_text import block_text, clip, hook_feedback, labelled, one_line
 
 #: Lines kept from the start of one tool result.
 TOOL_RESULT_HEAD_LINES = 15
@@ -82,6 +85,9 @@ class ClaudeCodeRenderer:
         self._last_any: tuple[str | None, str] = (None, "")
         self._header_done = False
         self._conversation_started = False
+        #: the reason of the last hook feedback relayed as a user turn (its blocking-error
+        #: attachment, which follows it, is then not shown again)
+        self._last_feedback: str | None = None
 
     def state(self) -> dict[str, Any]:
         """Everything the renderer remembers, as JSON-able data (see :meth:`from_state`)."""
@@ -92,6 +98,7 @@ class ClaudeCodeRenderer:
             "last_any": list(self._last_any),
             "header_done": self._header_done,
             "conversation_started": self._conversation_started,
+            "last_feedback": self._last_feedback,
         }
 
     @classmethod
@@ -110,6 +117,8 @@ class ClaudeCodeRenderer:
             renderer._last_any = (None if any_id is None else str(any_id), str(any_text))
             renderer._header_done = bool(state["header_done"])
             renderer._conversation_started = bool(state["conversation_started"])
+            last_feedback = state.get("last_feedback")  # (states written before it: none)
+            renderer._last_feedback = None if last_feedback is None else str(last_feedback)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a renderer state: {exc}") from None
         return renderer
@@ -200,7 +209,10 @@ class ClaudeCodeRenderer:
             error = att.get("blockingError")
             if isinstance(error, dict):
                 error = error.get("blockingError")
-            return list(labelled(f"{prefix}HOOK BLOCKED ({hook})", block_text(error)))
+            reason = block_text(error)
+            if reason.strip() and reason.strip() == self._last_feedback:
+                return []  # the feedback line just above says the same
+            return list(labelled(f"{prefix}HOOK BLOCKED ({hook})", reason))
         if kind == "hook_additional_context":
             return list(labelled(f"{prefix}HOOK CONTEXT ({hook})", block_text(att.get("content"))))
         if kind.startswith("hook_"):
@@ -222,6 +234,11 @@ class ClaudeCodeRenderer:
         content = message.get("content")
         if obj.get("isCompactSummary"):
             return list(labelled(f"{prefix}COMPACTION SUMMARY (earlier conversation)", block_text(content)))
+        feedback = hook_feedback(obj, content)
+        if feedback is not None:
+            # A hook's reason relayed to the agent as a user turn: not the user's words.
+            self._last_feedback = feedback
+            return list(labelled(f"{prefix}HOOK FEEDBACK (relayed to the agent)", block_text(content)))
         label = f"{prefix}USER (meta)" if obj.get("isMeta") else f"{prefix}USER"
         if isinstance(content, str):
             return list(labelled(label, content))

@@ -123,6 +123,12 @@ def test_the_second_stop_starts_from_what_the_first_learned_about_the_judge_serv
     assert "LINKER-ERROR-7 is still in the log" in hook_notes(result.agent_requests[2])
     memo = json.loads((session.state_path.parent / "server-features.json").read_text())
     assert [entry["off"] for entry in memo["servers"].values()] == [["required_tool_choice"]]
+    # What the second judgement read: the first one's reason, relayed by Claude Code as a
+    # meta user turn, is labelled as hook feedback (not the user's words), and shown once.
+    (rendered,) = (session.state_path.parent / "render-cache").glob("*.txt")
+    text = rendered.read_text()
+    assert "HOOK FEEDBACK (relayed to the agent): Stop hook feedback:" in text, text
+    assert text.count("LINKER-ERROR-7 is still in the log.") == 1 and "USER (meta)" not in text, text
 
 
 def test_stop_hook_active_reaches_command_stop_hooks(session: ClaudeSession) -> None:
