@@ -215,3 +215,16 @@ def test_a_resumed_render_still_shows_the_feedback_once() -> None:
     assert ClaudeCodeRenderer.from_state(state).feed(json.dumps(blocking_error(REASON))) == [
         f"HOOK BLOCKED (Stop): {REASON}"
     ]
+
+
+def test_a_stop_hook_summary_tells_blocks_from_failures() -> None:
+    def summary(**fields: Any) -> str:
+        return render({"type": "system", "subtype": "stop_hook_summary", "hookCount": 2, **fields})
+
+    errors = ["Failed with non-blocking status code: broken hook", "[check.sh]: please run the tests"]
+    newer = summary(hookErrors=errors, failedHookErrorIndexes=[0], preventedContinuation=False)
+    assert newer.endswith(": 2 Stop hook(s) ran, prevented continuation: no, blocked: 1, failed: 1")
+    assert summary(hookErrors=errors[1:], failedHookErrorIndexes=[]).endswith("blocked: 1, failed: 0")
+    assert summary(hookErrors=errors, failedHookErrorIndexes=[0, 0, 7, "x"]).endswith("blocked: 1, failed: 1")
+    older = summary(hookErrors=errors)  # releases before failedHookErrorIndexes: no telling
+    assert older.endswith("prevented continuation: no, errors: 2")

@@ -328,14 +328,15 @@ class ClaudeCodeRenderer:
             count = obj.get("hookCount", 0)
             prevented = "yes" if obj.get("preventedContinuation") else "no"
             errors = obj.get("hookErrors") or []
+            failed = obj.get("failedHookErrorIndexes")
+            outcome = f"errors: {len(errors)}"
+            if isinstance(failed, list) and isinstance(errors, list):
+                # (newer releases: the other entries of hookErrors are blocking reasons)
+                failures = len({i for i in failed if isinstance(i, int) and 0 <= i < len(errors)})
+                outcome = f"blocked: {len(errors) - failures}, failed: {failures}"
             reason = f", reason: {obj['stopReason']}" if obj.get("stopReason") else ""
-            return [
-                clip(
-                    f"{label}: {count} Stop hook(s) ran, prevented continuation: {prevented}, "
-                    f"errors: {len(errors)}{reason}",
-                    MAX_LINE_CHARS,
-                )
-            ]
+            summary = f"{count} Stop hook(s) ran, prevented continuation: {prevented}, {outcome}{reason}"
+            return [clip(f"{label}: {summary}", MAX_LINE_CHARS)]
         if subtype == "turn_duration":
             ms = obj.get("durationMs")
             return [f"{label}: turn took {ms / 1000:.1f} s"] if isinstance(ms, (int, float)) else []
