@@ -11,7 +11,9 @@ every block is expressed in JSON. Problems of the adapter itself are reported on
 They never block a Stop or a PostToolUse (a broken setup must not wedge the user's agent;
 the user is told through a ``systemMessage``), but a PreToolUse call whose policy check
 cannot run — an invalid configuration, an unexpected failure — is **denied** with the
-reason (SPEC §6). With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``)
+reason (SPEC §6). A hook that could not decide (its model down or timed out, its script
+crashing) is answered per its failMode and named in a ``systemMessage``, so a check that
+did not run is never silent. With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``)
 nothing is checked and nothing is blocked. Events judge does not handle (``WorktreeCreate``,
 ``SessionStart``, ...) are a silent no-op: nothing on stdout, exit 0.
 
@@ -54,7 +56,11 @@ from judge.integrations.claude_code_context import (
 )
 from judge.integrations.claude_code_fast import MAX_STDIN_BYTES, write_index
 from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
-from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output
+from judge.integrations.claude_code_output import (
+    adapter_failure_output,
+    claude_code_output,
+    with_failures_told,
+)
 from judge.integrations.claude_code_protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
@@ -174,7 +180,7 @@ async def handle(
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
-    return answer_for(decision, hook_input, rewrite)
+    return with_failures_told(answer_for(decision, hook_input, rewrite), decision)
 
 
 async def run_bounded(

@@ -35,6 +35,8 @@ from judge.integrations.claude_code_protocol import BLOCKED_RESULT_PREFIX, Rewri
 DEFAULT_BLOCK_REASON = "Blocked by judge"
 DEFAULT_RESULT_BLOCK_REASON = "Tool result blocked by hook"
 REWRITE_REASON = "judge rewrote the tool input"
+#: Failed hooks named in one systemMessage (the rest are counted).
+MAX_FAILURES_TOLD = 3
 #: Tools whose result the model sees as a fixed confirmation: nothing there to withhold.
 FIXED_RESULT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit", "TodoWrite"})
 
@@ -163,6 +165,30 @@ def claude_code_output(
     if event == "PreToolUse":
         return _pre_tool_use_output(decision, rewrite)
     return _post_tool_use_output(decision, event, tool_name, tool_input, tool_response)
+
+
+def with_failures_told(out: dict[str, Any] | None, decision: Decision) -> dict[str, Any] | None:
+    """``out`` with a ``systemMessage`` naming each hook that could not decide (a provider
+    down or timed out, a crashing script) and what its failMode made of it, so a check
+    that did not run is never silent — on an allow Claude Code would otherwise show nothing."""
+    failed = [hook for hook in decision.hooks if hook.error is not None and hook.effective]
+    if not failed:
+        return out
+    notes = []
+    for hook in failed[:MAX_FAILURES_TOLD]:
+        model = f", {hook.model}" if hook.model else ""
+        error = " ".join(str(hook.error).split())
+        error = error if len(error) <= 300 else f"{error[:300]}…"
+        notes.append(
+            f"{decision.event} hook {hook.level}[{hook.index}] ({hook.type}{model}) could not run: {error} "
+            f"-> {hook.decision} (its failMode)"
+        )
+    if len(failed) > MAX_FAILURES_TOLD:
+        notes.append(f"and {len(failed) - MAX_FAILURES_TOLD} more")
+    told = dict(out or {})
+    note = "judge: " + "; ".join(notes)
+    told["systemMessage"] = f"{told['systemMessage']} {note}" if told.get("systemMessage") else note
+    return told
 
 
 def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:

@@ -1,0 +1,83 @@
+"""A hook that could not decide is never silent in Claude Code: the answer carries a
+systemMessage naming it and what its failMode made of it (an allow would otherwise print
+nothing, and Claude Code shows a hook's stderr only in verbose mode)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from judge.config import config_from_data
+from judge.integrations.claude_code import ClaudeCodeInput, handle
+
+
+def stop_input() -> ClaudeCodeInput:
+    return ClaudeCodeInput(
+        hook_event_name="Stop", session_id="s", last_assistant_message="Done.", stop_hook_active=False
+    )
+
+
+def hooks(*entries: dict[str, Any]) -> Any:
+    return config_from_data({"hooks": {"Stop": list(entries)}})
+
+
+async def test_an_allow_because_the_judge_failed_says_so(tmp_path: Path) -> None:
+    config = hooks({"prompt": "Done? $ARGUMENTS", "model": "fake:error"})
+    out = await handle(stop_input(), config, tmp_path / "state.sqlite")
+    assert out is not None and "decision" not in out
+    message = out["systemMessage"]
+    assert message.startswith("judge: Stop hook agent[0] (prompt, fake:error) could not run: ")
+    assert message.endswith("-> allow (its failMode)")
+
+
+async def test_a_block_by_failmode_is_told_too(tmp_path: Path) -> None:
+    config = hooks({"prompt": "Done? $ARGUMENTS", "model": "fake:error", "failMode": "block"})
+    out = await handle(stop_input(), config, tmp_path / "state.sqlite")
+    assert out is not None and out["decision"] == "block" and out["reason"].startswith("Hook error")
+    assert out["systemMessage"].endswith("-> block (its failMode)")
+
+
+async def test_working_and_shadow_hooks_add_nothing(tmp_path: Path) -> None:
+    config = hooks(
+        {"prompt": "Done? $ARGUMENTS", "model": "fake:allow"},
+        {"prompt": "Done? $ARGUMENTS", "model": "fake:error", "mode": "shadow"},
+    )
+    assert await handle(stop_input(), config, tmp_path / "state.sqlite") is None
+
+
+async def test_many_failures_are_counted_not_listed(tmp_path: Path) -> None:
+    config = hooks(*[{"prompt": f"Check {i}. $ARGUMENTS", "model": "fake:error"} for i in range(5)])
+    out = await handle(stop_input(), config, tmp_path / "state.sqlite")
+    assert out is not None
+    assert out["systemMessage"].count("could not run") == 3 and out["systemMessage"].endswith("; and 2 more")
+
+
+def test_a_crashing_post_tool_use_script_is_told(tmp_path: Path) -> None:
+    config = tmp_path / "judge.yaml"
+    script = "#!/usr/bin/env python3\\nraise SystemExit('checker crashed')\\n"
+    config.write_text(
+        "hooks:\n  PostToolUse:\n    - type: command\n      matcher: Bash\n      failMode: allow\n"
+        f'      script: "{script}"\n'
+    )
+    payload = {
+        "session_id": "s",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_response": {"stdout": "a\n", "stderr": "", "interrupted": False},
+    }
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "JUDGE_CONFIG"}
+    env["JUDGE_STATE"] = str(tmp_path / "state.sqlite")
+    args = [sys.executable, "-m", "judge", "claude-code", "--config", str(config)]
+    proc = subprocess.run(
+        args, input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert "decision" not in out
+    assert out["systemMessage"].startswith("judge: PostToolUse hook agent[0] (command) could not run: ")
+    assert "-> allow (its failMode)" in out["systemMessage"]
