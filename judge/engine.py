@@ -17,6 +17,7 @@ The rules live here (SPEC §3, §4, §6):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
@@ -137,7 +138,8 @@ class Engine:
                 async with asyncio.timeout(hook.timeout):
                     verdict = await self.judge.evaluate(request)
             except TimeoutError:
-                raise HookError(f"timed out after {hook.timeout}s") from None
+                model = self._model_label(request)
+                raise HookError(f"timed out after {hook.timeout}s", model=model) from None
             answer = HookAnswer("allow" if verdict.ok else "block", verdict.reason)
             return answer, None, verdict
         extra_env = dict(self.command_env)
@@ -172,6 +174,15 @@ class Engine:
         if not result.stdout.strip():
             return HookAnswer("allow"), None, None
         return parse_hook_output(result.stdout), None, None
+
+    def _model_label(self, request: PromptRequest) -> str | None:
+        """The model a prompt hook was being judged by (a timeout names no model)."""
+        from judge.llm.tiers import resolve_model
+
+        model, env = request.hook.model, getattr(self.judge, "env", None)
+        with contextlib.suppress(ValueError):
+            return resolve_model(model, request.models, env).label if isinstance(model, str) else None
+        return None
 
     async def run_hook(
         self,

@@ -4,6 +4,7 @@ nothing, and Claude Code shows a hook's stderr only in verbose mode)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import config_from_data
+from judge.decision import PromptRequest, PromptVerdict
 from judge.integrations.claude_code import ClaudeCodeInput, handle
 
 
@@ -81,3 +83,18 @@ def test_a_crashing_post_tool_use_script_is_told(tmp_path: Path) -> None:
     assert "decision" not in out
     assert out["systemMessage"].startswith("judge: PostToolUse hook agent[0] (command) could not run: ")
     assert "-> allow (its failMode)" in out["systemMessage"]
+
+
+async def test_a_judge_that_times_out_is_named_with_its_model(tmp_path: Path) -> None:
+    class Hanging:
+        async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+            await asyncio.sleep(3600)
+            raise AssertionError("not reached")
+
+    config = hooks({"prompt": "Done? $ARGUMENTS", "model": "openai:slow-model", "timeout": 1})
+    out = await handle(stop_input(), config, tmp_path / "state.sqlite", judge=Hanging())
+    assert out is not None
+    assert out["systemMessage"] == (
+        "judge: Stop hook agent[0] (prompt, openai:slow-model) could not run: timed out after 1s "
+        "-> allow (its failMode)"
+    )
