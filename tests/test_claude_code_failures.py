@@ -9,8 +9,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from judge.config import config_from_data
 from judge.decision import PromptRequest, PromptVerdict
@@ -97,4 +100,50 @@ async def test_a_judge_that_times_out_is_named_with_its_model(tmp_path: Path) ->
     assert out["systemMessage"] == (
         "judge: Stop hook agent[0] (prompt, openai:slow-model) could not run: timed out after 1s "
         "-> allow (its failMode)"
+    )
+
+
+def stop_with_transcript(path: Path) -> ClaudeCodeInput:
+    return ClaudeCodeInput(
+        hook_event_name="Stop", session_id="s", last_assistant_message="Done.", transcript_path=str(path)
+    )
+
+
+async def test_a_judge_without_its_transcript_says_so(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.jsonl"
+    config = hooks({"prompt": "Done? $ARGUMENTS", "model": "fake:allow"})
+    out = await handle(stop_with_transcript(missing), config, tmp_path / "state.sqlite")
+    assert out == {"systemMessage": f"judge: transcript {missing} not found; judged without it"}
+
+
+async def test_an_unreadable_transcript_is_told_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+
+    import judge.integrations.claude_code as adapter
+    from judge.integrations.claude_code_render_cache import RenderError
+
+    @contextlib.contextmanager
+    def unreadable(source: Path | None, cache_dir: Path | None) -> Iterator[tuple[None, None]]:
+        raise RenderError(f"cannot read transcript {source}: [Errno 13] Permission denied")
+        yield None, None
+
+    monkeypatch.setattr(adapter, "rendered_transcript", unreadable)
+    session = tmp_path / "session.jsonl"
+    session.write_text("{}\n")
+    config = hooks({"prompt": "Done? $ARGUMENTS", "model": "fake:block:Not done."})
+    out = await handle(stop_with_transcript(session), config, tmp_path / "state.sqlite")
+    assert out == {
+        "decision": "block",
+        "reason": "Not done.",
+        "systemMessage": f"judge: cannot read transcript {session}: [Errno 13] Permission denied; "
+        "judged without it",
+    }
+
+
+async def test_command_hooks_alone_do_not_mention_the_transcript(tmp_path: Path) -> None:
+    config = hooks({"type": "command", "script": "#!/bin/bash\nexit 0\n"})
+    assert (
+        await handle(stop_with_transcript(tmp_path / "gone.jsonl"), config, tmp_path / "state.sqlite") is None
     )

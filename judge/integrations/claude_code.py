@@ -161,15 +161,18 @@ async def handle(
     gate = Gate(engine, store=store, audit=audit)
     cache_dir = state_path.parent / "render-cache" if state_path is not None else None
     active = hook_input.stop_hook_active
+    source = transcript_source(hook_input)
+    unread = None if source is None or source.is_file() else f"transcript {source} not found"
     try:
         try:
-            with rendered_transcript(transcript_source(hook_input), cache_dir) as (transcript, last_text):
+            with rendered_transcript(source, cache_dir) as (transcript, last_text):
                 context = build_context(hook_input, transcript, last_text)
                 decision = await gate.decide(
                     event, context, session_id=key, new_loop=new_loop, stop_hook_active=active
                 )
         except RenderError as exc:
             _warn(str(exc))
+            unread = str(exc)
             context = build_context(hook_input, None, None)
             decision = await gate.decide(
                 event, context, session_id=key, new_loop=new_loop, stop_hook_active=active
@@ -180,7 +183,10 @@ async def handle(
     for hook in decision.hooks:
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
-    return with_failures_told(answer_for(decision, hook_input, rewrite), decision)
+    # A judge that could not read the transcript decided on the final answer alone: say so.
+    judged = any(hook.type == "prompt" and hook.mode != "shadow" for hook in decision.hooks)
+    notes = [f"{unread}; judged without it"] if unread and judged else []
+    return with_failures_told(answer_for(decision, hook_input, rewrite), decision, notes)
 
 
 async def run_bounded(

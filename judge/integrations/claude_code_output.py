@@ -167,14 +167,17 @@ def claude_code_output(
     return _post_tool_use_output(decision, event, tool_name, tool_input, tool_response)
 
 
-def with_failures_told(out: dict[str, Any] | None, decision: Decision) -> dict[str, Any] | None:
+def with_failures_told(
+    out: dict[str, Any] | None, decision: Decision, notes: list[str] | None = None
+) -> dict[str, Any] | None:
     """``out`` with a ``systemMessage`` naming each hook that could not decide (a provider
-    down or timed out, a crashing script) and what its failMode made of it, so a check
-    that did not run is never silent — on an allow Claude Code would otherwise show nothing."""
+    down or timed out, a crashing script) and what its failMode made of it, and any other
+    ``notes``, so a check that did not run is never silent — on an allow Claude Code would
+    otherwise show nothing."""
     failed = [hook for hook in decision.hooks if hook.error is not None and hook.effective]
-    if not failed:
+    notes = list(notes or [])
+    if not failed and not notes:
         return out
-    notes = []
     for hook in failed[:MAX_FAILURES_TOLD]:
         model = f", {hook.model}" if hook.model else ""
         error = " ".join(str(hook.error).split())
