@@ -70,6 +70,7 @@ def test_what_was_learned_is_forgotten_after_a_while(tmp_path: Path) -> None:
         '{"version": 1, "servers": []}',
         json.dumps({"version": 1, "servers": {KEY: {"off": "tools", "learned": time.time()}}}),
         json.dumps({"version": 1, "servers": {KEY: {"off": ["tools"], "learned": "now"}}}),
+        json.dumps({"version": 1, "servers": {KEY: {"off": [["tools"], {"a": 1}], "learned": time.time()}}}),
         "x" * (300 * 1024),
     ],
 )

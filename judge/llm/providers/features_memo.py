@@ -76,7 +76,8 @@ class FeatureMemo:
     def recall(self, key: str) -> list[Feature]:
         """The features found unsupported for ``key`` (see :func:`server_key`)."""
         entry = self._entries().get(key, {})
-        return [cast(Feature, name) for name in entry.get("off", []) if name in _FEATURES]
+        names = entry.get("off", [])
+        return [cast(Feature, name) for name in names if isinstance(name, str) and name in _FEATURES]
 
     def remember(self, key: str, off: list[str]) -> None:
         """Record that ``key`` does not support ``off`` (best effort: errors are ignored)."""
