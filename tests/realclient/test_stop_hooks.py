@@ -131,6 +131,20 @@ def test_the_second_stop_starts_from_what_the_first_learned_about_the_judge_serv
     assert text.count("LINKER-ERROR-7 is still in the log.") == 1 and "USER (meta)" not in text, text
 
 
+def test_a_judge_that_could_not_run_is_shown_to_the_user(session: ClaudeSession) -> None:
+    """A Stop let through by failMode because the judge failed is not silent: Claude Code
+    shows the hook's systemMessage naming the hook, its model and the error."""
+    session.events = ("Stop",)
+    session.judge_config = {"hooks": {"Stop": [{"prompt": "Done? $ARGUMENTS", "model": "fake:error"}]}}
+    result = session.run("finish", [])
+    assert result.returncode == 0, result.explain()
+    assert len(result.agent_requests) == 1  # allowed: the agent stopped
+    shown = [json.loads(line) for line in result.stdout.splitlines() if "could not run" in line]
+    assert shown and shown[0]["type"] == "system", result.explain()
+    assert "judge: Stop hook agent[0] (prompt, fake:error) could not run: " in shown[0]["content"]
+    assert shown[0]["content"].endswith("-> allow (its failMode)")
+
+
 def test_stop_hook_active_reaches_command_stop_hooks(session: ClaudeSession) -> None:
     """Item 2: a hook following Claude Code's advice (allow while ``stop_hook_active``)
     sends the agent back once, not until Claude Code's cap."""
