@@ -1,0 +1,128 @@
+"""``judge run``: evaluate one hook event and print the decision JSON (INTERFACES §4)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from judge.errors import ConfigError, ContextError
+
+
+def _err(msg: str) -> None:
+    print(msg, file=sys.stderr)
+
+
+def add_run_parser(sub: Any) -> None:
+    """``judge run --config F --event E [--context F] [--transcript F] [--session S] ...``."""
+    p = sub.add_parser("run", help="evaluate one hook event and print the decision JSON")
+    p.add_argument("--config", required=True, help="hook configuration (YAML or JSON)")
+    p.add_argument("--event", required=True, help="Stop, SubagentStop, PostToolUse, PreToolUse")
+    p.add_argument("--context", help="context JSON file (default: stdin)")
+    p.add_argument("--transcript", help="transcript file when the context has no execution_summary")
+    p.add_argument("--session", help="session id for the Stop rejection count (needs --state)")
+    p.add_argument("--state", help="state keeping rejection counts: a SQLite file or postgresql://...")
+    p.add_argument("--data-dir", help="write audit_log.jsonl / session_summaries.jsonl here")
+    p.set_defaults(func=cmd_run)
+
+
+def _read_context(path: str | None) -> Any:
+    try:
+        if path is not None:
+            from judge.files import read_text
+
+            text = read_text(path, "context file")
+            source = path
+        else:
+            if sys.stdin is None or sys.stdin.isatty():
+                raise ContextError("no context: pass --context FILE or pipe the context JSON on stdin")
+            text = sys.stdin.read()
+            source = "stdin"
+    except UnicodeDecodeError as exc:
+        raise ContextError(f"context is not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise ContextError(f"cannot read the context: {exc}") from None
+    if not text.strip():
+        raise ContextError(f"no context JSON on {source}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContextError(
+            f"malformed context JSON in {source} at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def _memo_path(args: argparse.Namespace) -> Path | None:
+    """Where ``judge run`` keeps what it learned about model servers: ``--data-dir``, else
+    beside a SQLite ``--state``; nowhere without either."""
+    from judge.llm.providers.features_memo import FILE_NAME
+
+    if args.data_dir:
+        return Path(args.data_dir).expanduser() / FILE_NAME
+    if args.state and "://" not in args.state:
+        return Path(args.state).expanduser().parent / FILE_NAME
+    return None
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+    import sqlite3
+
+    from judge.audit import AuditLog
+    from judge.config import EVENTS, load_config
+    from judge.engine import Engine
+    from judge.gate import Gate
+    from judge.llm.providers.features_memo import remembering
+    from judge.state import open_store
+
+    if args.event not in EVENTS:
+        _err(f"unknown event {args.event!r} (expected one of {', '.join(EVENTS)})")
+        return 1
+    if args.session and not args.state:
+        _err("--session needs --state DB to keep the rejection count")
+        return 1
+    try:
+        config = load_config(args.config)
+        context = _read_context(args.context)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            _err(f"{exc.source}: {problem}" if exc.source else problem)
+        return 1
+    except (ContextError, OSError) as exc:
+        _err(str(exc))
+        return 1
+    if args.transcript:
+        from judge.files import open_regular
+
+        try:
+            open_regular(args.transcript, "transcript").close()
+        except FileNotFoundError:
+            _err(f"transcript not found: {args.transcript}")
+            return 1
+        except OSError as exc:
+            _err(f"cannot read the transcript: {exc}")
+            return 1
+    store = None
+    try:
+        store = open_store(args.state) if args.state else None
+        audit = AuditLog(args.data_dir) if args.data_dir else None
+        gate = Gate(Engine(config), store=store, audit=audit)
+        with remembering(_memo_path(args)):  # what model servers lack, kept between runs
+            decision = asyncio.run(
+                gate.decide(args.event, context, transcript=args.transcript, session_id=args.session)
+            )
+    except ContextError as exc:
+        _err(str(exc))
+        return 1
+    except (OSError, sqlite3.Error) as exc:
+        _err(f"cannot use the state or data dir: {exc}")
+        return 1
+    finally:
+        if store is not None:
+            store.close()
+    for line in decision.error_lines():
+        _err(f"judge run: {line}")
+    print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
+    return 0
