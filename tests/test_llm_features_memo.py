@@ -213,3 +213,35 @@ def test_judge_claude_code_learns_a_server_once(llm_server: LLMServer, tmp_path:
     assert stop() == [None, "tool_call", "verdict_or_tool_call"]
     assert (tmp_path / "data" / FILE_NAME).exists()
     assert stop() == ["tool_call", "verdict_or_tool_call"]  # the second process knows the server
+
+
+def test_judge_run_remembers_in_its_data_dir(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.handler = ignores_required
+    transcript = tmp_path / "transcript.txt"
+    transcript.write_text("user: deploy and report\nassistant: deploy FAILED\n")
+    config = tmp_path / "judge.yaml"
+    config.write_text("hooks:\n  Stop:\n    - prompt: 'Did the deploy succeed? $ARGUMENTS'\n")
+    context = {"hook_event_name": "Stop", "final_output": "Deployed.", "execution_summary": str(transcript)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "JUDGE_"))}
+    env.update(llm_server.env("openai"))
+
+    def run(*extra: str) -> list[str | None]:
+        llm_server.requests.clear()
+        args = [sys.executable, "-m", "judge", "run", "--config", str(config), "--event", "Stop", *extra]
+        proc = subprocess.run(
+            args, input=json.dumps(context), capture_output=True, text=True, env=env, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["decision"] == "block", proc.stdout
+        return [call_schema_name(r.body) for r in llm_server.requests]
+
+    learning = [None, "tool_call", "verdict_or_tool_call"]
+    assert run() == learning and run() == learning  # nowhere to keep it
+    data = tmp_path / "data"
+    assert run("--data-dir", str(data)) == learning
+    assert run("--data-dir", str(data)) == learning[1:]
+    assert (data / FILE_NAME).exists()
+    state = tmp_path / "state" / "state.sqlite"
+    state.parent.mkdir()
+    assert run("--state", str(state)) == learning
+    assert run("--state", str(state)) == learning[1:]
