@@ -28,6 +28,7 @@ import os
 import subprocess
 import sys
 from collections import deque
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,7 @@ from tests.realclient.harness import (
     RUN_TIMEOUT,
     SUBAGENT_TASK,
     ClaudeSession,
+    RunResult,
     command_hook,
     hook_notes,
     judge_under_test,
@@ -68,20 +70,27 @@ def test_stop_block_continues_then_the_stop_is_forced(session: ClaudeSession) ->
     assert "stop forced" in result.stdout
 
 
+def build_judged_by_a_model(session: ClaudeSession, **judging: Any) -> RunResult:
+    """A build whose log shows LINKER-ERROR-7, then two answers; each Stop judged by a prompt
+    hook on the local server's judge model (answered by ``judging``)."""
+    session.events = ("Stop",)
+    hook = {"type": "prompt", "model": f"anthropic:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    log = 'echo "compiling"; echo "LINKER-ERROR-$((3+4)) undefined reference"'
+    return session.run(
+        "build it",
+        [tool("Bash", "toolu_build", command=log), say("Build finished."), say("Fixed the linker error.")],
+        **judging,
+    )
+
+
 def test_a_stop_judged_by_a_model_that_reads_the_transcript(session: ClaudeSession) -> None:
     """The whole path: Claude Code's transcript rendered for a prompt hook, the judge model
     (Anthropic SDK, same local server) grepping it, and its reason sent back to the agent."""
     session.events = ("Stop",)
-    hook = {"type": "prompt", "model": f"anthropic:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
-    session.judge_config = {"hooks": {"Stop": [hook]}}
     verdict = '{"ok": false, "reason": "The build failed: LINKER-ERROR-7 is still in the log."}'
     judge_replies = [call("GrepSearch", query="LINKER-ERROR", isRegexp=False), say(verdict)]
-    log = 'echo "compiling"; echo "LINKER-ERROR-$((3+4)) undefined reference"'
-    result = session.run(
-        "build it",
-        [tool("Bash", "toolu_build", command=log), say("Build finished."), say("Fixed the linker error.")],
-        judge_replies=judge_replies,
-    )
+    result = build_judged_by_a_model(session, judge_replies=judge_replies)
     assert result.returncode == 0, result.explain()
     judged = [r for r in result.requests if r.model == JUDGE_MODEL]
     assert len(judged) >= 2, result.explain()
@@ -96,9 +105,6 @@ def test_the_second_stop_starts_from_what_the_first_learned_about_the_judge_serv
     process of the first Stop learns it with one extra request; the process of the next
     Stop starts from ``server-features.json`` beside the state and asks for the call by
     schema at once."""
-    session.events = ("Stop",)
-    hook = {"type": "prompt", "model": f"anthropic:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
-    session.judge_config = {"hooks": {"Stop": [hook]}}
     verdicts = deque(['{"ok": false, "reason": "LINKER-ERROR-7 is still in the log."}', '{"ok": true}'])
     grep = {"name": "GrepSearch", "arguments": {"query": "LINKER-ERROR", "isRegexp": False}}
 
@@ -109,12 +115,7 @@ def test_the_second_stop_starts_from_what_the_first_learned_about_the_judge_serv
             return say(json.dumps(grep))
         return say("The build looks fine to me.")  # tool_choice "any", ignored
 
-    log = 'echo "compiling"; echo "LINKER-ERROR-$((3+4)) undefined reference"'
-    result = session.run(
-        "build it",
-        [tool("Bash", "toolu_build", command=log), say("Build finished."), say("Fixed the linker error.")],
-        judge_handler=judge,
-    )
+    result = build_judged_by_a_model(session, judge_handler=judge)
     assert result.returncode == 0, result.explain()
     judged = [r for r in result.requests if r.model == JUDGE_MODEL]
     schema = ["output_config" in r.body for r in judged]
