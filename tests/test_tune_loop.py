@@ -21,7 +21,7 @@ from judge.evaluation.suite import load_suite
 from judge.llm.providers.base import Message, ToolSpec
 from judge.llm.providers.fake import FakeProvider
 from judge.llm.tiers import ResolvedModel
-from judge.tuning.optimizer import Budget, BudgetError
+from judge.tuning.budget import Budget, BudgetError
 from judge.tuning.tuner import TuneOptions, tune
 
 GOOD = "cite a source"

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from judge.tuning.budget import Budget, BudgetedLLM
 from judge.tuning.optimizer import (
-    Budget,
-    BudgetedLLM,
     ItemOutcome,
     Optimizer,
     OptimizerSettings,

@@ -17,8 +17,8 @@ from judge.errors import HookError
 from judge.llm.providers.base import Message, Provider
 from judge.llm.retry import call_with_retries
 from judge.llm.tiers import ResolvedModel, resolve_model
+from judge.tuning.budget import Budget
 from judge.tuning.measure import BudgetedProvider
-from judge.tuning.optimizer import Budget
 
 SYSTEM = (
     "You are an expert prompt engineer. You improve the prompts of LLM judges that check "
@@ -28,7 +28,7 @@ DEFAULT_TIMEOUT = 180.0
 
 
 class ProviderLLM:
-    """An :class:`~judge.tuning.optimizer.OptimizerLLM` over a provider (with retries)."""
+    """An :class:`~judge.tuning.budget.OptimizerLLM` over a provider (with retries)."""
 
     def __init__(self, provider: Provider, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.provider = provider

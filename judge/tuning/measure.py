@@ -22,7 +22,8 @@ from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
 from judge.llm.tiers import ResolvedModel
-from judge.tuning.optimizer import Budget, ItemOutcome, SplitEval
+from judge.tuning.budget import Budget
+from judge.tuning.optimizer import ItemOutcome, SplitEval
 from judge.tuning.splits import Split
 from judge.tuning.stats import balanced_accuracy, flip_rate, majority_vote
 

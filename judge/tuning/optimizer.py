@@ -14,7 +14,7 @@ the best prompt on dev, so it differs from the baseline only when it is strictly
 there. The optimizer never sees the test split: it only asks for ``train`` and ``dev``.
 
 Every LLM call (each judgement and each optimizer request) is counted by a
-:class:`Budget`. Work that cannot fit in what is left is not started, and the budget
+:class:`~judge.tuning.budget.Budget`. Work that cannot fit in what is left is not started, and the budget
 refuses any call beyond the limit, so the provider never sees more than ``max_calls``.
 """
 
@@ -28,61 +28,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from judge.errors import JudgeError
+from judge.tuning.budget import Budget, BudgetError, BudgetExhausted, OptimizerLLM
 from judge.tuning.contract import check_candidate
 
 Status = Literal["baseline", "kept", "dropped", "rejected", "invalid", "unevaluated", "duplicate"]
-
-
-class BudgetExhausted(JudgeError):
-    """An LLM call was refused because the ``--max-calls`` budget is spent."""
-
-
-class BudgetError(JudgeError):
-    """The budget cannot even cover the baseline measurement."""
-
-
-class Budget:
-    """Counts LLM calls; ``limit=None`` means unlimited."""
-
-    def __init__(self, limit: int | None = None) -> None:
-        if limit is not None and limit < 0:
-            raise ValueError("the call budget must not be negative")
-        self.limit = limit
-        self.used = 0
-        self.refused = 0
-
-    def remaining(self) -> int | None:
-        return None if self.limit is None else self.limit - self.used
-
-    def can_afford(self, calls: int) -> bool:
-        left = self.remaining()
-        return left is None or calls <= left
-
-    def take(self) -> None:
-        """Account for one call; raise :class:`BudgetExhausted` when none is left."""
-        if self.limit is not None and self.used >= self.limit:
-            self.refused += 1
-            raise BudgetExhausted(f"LLM call budget of {self.limit} calls is spent")
-        self.used += 1
-
-
-class OptimizerLLM(Protocol):
-    """The optimizer's own model: one text request, one text answer (one LLM call)."""
-
-    async def propose(self, prompt: str) -> str: ...
-
-
-class BudgetedLLM:
-    """Wraps an :class:`OptimizerLLM` so each request takes one call from ``budget``."""
-
-    def __init__(self, inner: OptimizerLLM, budget: Budget) -> None:
-        self.inner = inner
-        self.budget = budget
-
-    async def propose(self, prompt: str) -> str:
-        self.budget.take()
-        return await self.inner.propose(prompt)
 
 
 class ItemOutcome(BaseModel):
@@ -256,7 +205,7 @@ class Optimizer:
     """Runs the search; see the module docstring.
 
     ``llm`` must count its own calls against ``budget``: wrap a plain one in
-    :class:`BudgetedLLM`, or use :class:`judge.tuning.llm.ProviderLLM` over a budgeted
+    :class:`~judge.tuning.budget.BudgetedLLM`, or use :class:`judge.tuning.llm.ProviderLLM` over a budgeted
     provider (which counts every request, retries included).
     """
 

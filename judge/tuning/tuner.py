@@ -28,9 +28,10 @@ from judge.errors import JudgeError
 from judge.evaluation.runner import run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
 from judge.files import read_text
+from judge.tuning.budget import Budget
 from judge.tuning.llm import ProviderLLM, optimizer_llm
 from judge.tuning.measure import BudgetedProviders, SuiteEvaluator, budgeted_judge, outcomes
-from judge.tuning.optimizer import Budget, Candidate, Optimizer, OptimizerSettings, SplitEval
+from judge.tuning.optimizer import Candidate, Optimizer, OptimizerSettings, SplitEval
 from judge.tuning.splits import Split, parse_split, split_items
 from judge.tuning.stats import ItemPair, PairedComparison, compare_paired
 
