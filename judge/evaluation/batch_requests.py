@@ -13,7 +13,7 @@ only records what it is asked (:class:`_Collector`), so the hooks, their order a
 context they see are exactly those of the normal path. Each request's id is its
 :func:`batch_key`; the answers are read with the providers' own response parsers and the
 tool loop's verdict finder, and handed back to the engine by
-:class:`judge.evaluation.batch.BatchAnswerJudge`.
+:class:`judge.evaluation.batch_answers.BatchAnswerJudge`.
 """
 
 from __future__ import annotations
