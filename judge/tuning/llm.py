@@ -76,4 +76,6 @@ def optimizer_llm(
 
         # The optimizer answers in free text: the judge's structured verdict output must be off.
         inner = make_provider(resolved, {**env, "JUDGE_STRUCTURED_OUTPUT": "0"}, base_dir)
+        if hasattr(inner, "stop_sequences"):
+            inner.stop_sequences = ()  # a proposed prompt may hold blank lines: no early stop
     return ProviderLLM(BudgetedProvider(inner, budget)), resolved
