@@ -279,6 +279,28 @@ def test_tier_mapped_by_the_environment_is_checked(
     ]
 
 
+def test_a_short_timeout_for_a_model_on_a_local_server_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, Case("x", stop("Check the final answer.", "      model: openai:qwen\n"), []))
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8089/v1")
+    code, lines, _ = validate(path, capsys)
+    assert code == 0 and len(lines) == 1
+    assert lines[0].startswith(
+        "warning: hooks.Stop[0].timeout: 30s for openai:qwen on the local server http://127.0.0.1:8089/v1: "
+    )
+    assert validate(path, capsys, "--strict")[0] == 1
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://gateway.example.com/v1")  # hosted: no warning
+    assert validate(path, capsys, "--strict")[:2] == (0, [])
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    slow = write(
+        tmp_path,
+        Case("y", stop("Check the final answer.", "      model: openai:qwen\n      timeout: 120\n"), []),
+    )
+    assert validate(slow, capsys, "--strict")[:2] == (0, [])
+
+
 def test_fake_script_is_loaded_and_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "replies.json").write_text('{"rules": [{"match": "("}]}', encoding="utf-8")
     path = write(tmp_path, Case("x", stop("Check the final answer.", "      model: fake:replies.json\n"), []))
@@ -299,7 +321,11 @@ EXAMPLES = sorted(
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[str(p.relative_to(REPO)) for p in EXAMPLES])
-def test_every_example_config_passes_strict(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_example_config_passes_strict(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL"):  # (a local server warns of timeouts)
+        monkeypatch.delenv(variable, raising=False)
     code, lines, _ = validate(path, capsys, "--strict")
     assert (code, lines) == (0, [])
 

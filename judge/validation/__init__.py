@@ -26,7 +26,7 @@ from judge.integrations.claude_code_protocol import (
     takes_effect_under_claude_code,
 )
 from judge.sandbox import CWD_KEYWORDS
-from judge.validation.models import cannot_cite, explicit_model_problem, model_problem
+from judge.validation.models import cannot_cite, explicit_model_problem, local_timeout_problem, model_problem
 from judge.validation.templates import template_problems
 
 _INTERPRETERS = frozenset({"bash", "sh", "zsh", "python", "python3", "node", "ruby", "perl", "deno", "bun"})
@@ -101,6 +101,8 @@ def _hook_findings(
                     "the transcript: every rejection will end as a hook error (its failMode)",
                 )
             )
+        slow = {local_timeout_problem(m, hook.timeout, config.models, env) for m in models}
+        found += [Finding("warning", f"{where}.timeout", m) for m in sorted(p for p in slow if p)]
         cap = claude_code_block_cap(env)
         if event in STOP_EVENTS and not takes_effect_under_claude_code(hook.max_rejections, cap):
             found.append(

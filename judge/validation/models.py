@@ -104,3 +104,32 @@ def cannot_cite(model: str, models: Mapping[str, str], env: Mapping[str, str]) -
     except ValueError:
         return False
     return resolved.provider == "fake" and resolved.name.partition(":")[0] in NON_CITING_FAKES
+
+
+#: A prompt hook's timeout below this, with its model on a local server, gets a warning.
+LOCAL_TIMEOUT_HINT = 60
+_URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+def local_timeout_problem(
+    model: str, timeout: int, models: Mapping[str, str], env: Mapping[str, str]
+) -> str | None:
+    """A warning when ``model`` is served from this machine or a private network (a local
+    model server: often CPU, 10-60 s a judgement) and ``timeout`` is below
+    :data:`LOCAL_TIMEOUT_HINT`; the hook would time out and fall to its failMode."""
+    from judge.llm.providers.schemas import local_server
+
+    if timeout >= LOCAL_TIMEOUT_HINT:
+        return None
+    try:
+        resolved = resolve_model(model, models, env)
+    except ValueError:
+        return None
+    url = env.get(_URL_VARS.get(resolved.provider, ""), "")
+    if not local_server(url):
+        return None
+    return (
+        f"{timeout}s for {resolved.label} on the local server {url}: a judgement there takes "
+        f"2-4 requests, often 10-60 s on a CPU; below {LOCAL_TIMEOUT_HINT}s it may time out and "
+        "fall to its failMode (docs/models.md, knobs for slow hardware)"
+    )
