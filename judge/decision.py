@@ -227,6 +227,14 @@ class HookOutcome(BaseModel):
         """Whether this outcome takes part in the decision (shadow hooks never do)."""
         return self.mode != "shadow"
 
+    def failure_line(self, event: str, verb: str = "failed", error: str | None = None) -> str:
+        """``<event> hook agent[0] (prompt, <model>) failed: <error> -> allow (its failMode)``
+        (``error``: the error as it should be shown, default the whole of it)."""
+        model = f", {self.model}" if self.model else ""
+        shown = self.error if error is None else error
+        where = f"{event} hook {self.level}[{self.index}] ({self.type}{model})"
+        return f"{where} {verb}: {shown} -> {self.decision} (its failMode)"
+
 
 class Decision(BaseModel):
     """The gate's answer for one event."""
@@ -284,16 +292,7 @@ class Decision(BaseModel):
 
     def error_lines(self) -> list[str]:
         """One line per hook that failed: where, which model, what, and what it decided."""
-        lines = []
-        for hook in self.hooks:
-            if hook.error is None:
-                continue
-            model = f", {hook.model}" if hook.model else ""
-            lines.append(
-                f"{self.event} hook {hook.level}[{hook.index}] ({hook.type}{model}) failed: {hook.error} "
-                f"-> {hook.decision} (its failMode)"
-            )
-        return lines
+        return [hook.failure_line(self.event) for hook in self.hooks if hook.error is not None]
 
     @property
     def blocked_tool_result(self) -> str | None:

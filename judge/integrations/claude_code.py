@@ -184,7 +184,7 @@ async def handle(
         if hook.error:
             _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
     # A judge that could not read the transcript decided on the final answer alone: say so.
-    judged = any(hook.type == "prompt" and hook.mode != "shadow" for hook in decision.hooks)
+    judged = any(hook.type == "prompt" and hook.effective for hook in decision.hooks)
     notes = [f"{unread}; judged without it"] if unread and judged else []
     return with_failures_told(answer_for(decision, hook_input, rewrite), decision, notes)
 

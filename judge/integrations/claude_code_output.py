@@ -31,6 +31,7 @@ from typing import Any
 from judge.config import STOP_EVENTS
 from judge.decision import Decision
 from judge.integrations.claude_code_protocol import BLOCKED_RESULT_PREFIX, RewriteMode
+from judge.integrations.claude_code_text import one_line
 
 DEFAULT_BLOCK_REASON = "Blocked by judge"
 DEFAULT_RESULT_BLOCK_REASON = "Tool result blocked by hook"
@@ -179,13 +180,7 @@ def with_failures_told(
     if not failed and not notes:
         return out
     for hook in failed[:MAX_FAILURES_TOLD]:
-        model = f", {hook.model}" if hook.model else ""
-        error = " ".join(str(hook.error).split())
-        error = error if len(error) <= 300 else f"{error[:300]}…"
-        notes.append(
-            f"{decision.event} hook {hook.level}[{hook.index}] ({hook.type}{model}) could not run: {error} "
-            f"-> {hook.decision} (its failMode)"
-        )
+        notes.append(hook.failure_line(decision.event, "could not run", one_line(str(hook.error), 300)))
     if len(failed) > MAX_FAILURES_TOLD:
         notes.append(f"and {len(failed) - MAX_FAILURES_TOLD} more")
     told = dict(out or {})

@@ -25,9 +25,8 @@ import os
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 from urllib.parse import urlsplit
 
 from judge.llm.providers.features import Feature, Features
@@ -41,7 +40,7 @@ FILE_NAME = "server-features.json"
 #: Largest file read (anything bigger is not ours: treated as empty).
 MAX_BYTES = 256 * 1024
 
-_FEATURES: frozenset[str] = frozenset(f.name for f in fields(Features) if f.type in ("bool", bool))
+_FEATURES: frozenset[str] = frozenset(get_args(Feature))
 _CURRENT: contextvars.ContextVar[FeatureMemo | None] = contextvars.ContextVar("judge_memo", default=None)
 
 
