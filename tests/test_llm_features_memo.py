@@ -245,3 +245,40 @@ def test_judge_run_remembers_in_its_data_dir(llm_server: LLMServer, tmp_path: Pa
     state.parent.mkdir()
     assert run("--state", str(state)) == learning
     assert run("--state", str(state)) == learning[1:]
+
+
+def test_judge_eval_remembers_beside_its_cache(llm_server: LLMServer, tmp_path: Path) -> None:
+    llm_server.handler = ignores_required
+    (tmp_path / "judge.yaml").write_text(
+        "hooks:\n  Stop:\n    - prompt: 'Did the deploy succeed? $ARGUMENTS'\n"
+    )
+    case = {
+        "id": "deploy",
+        "context": {"final_output": "Deployed."},
+        "transcript": "user: deploy and report\nassistant: deploy FAILED\n",
+        "label": "block",
+    }
+    (tmp_path / "cases.jsonl").write_text(json.dumps(case) + "\n")
+    (tmp_path / "suite.yaml").write_text("name: memo\nconfig: judge.yaml\nevent: Stop\ncases: cases.jsonl\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "JUDGE_"))}
+    env.update(llm_server.env("openai"))
+
+    def run(out: str, *extra: str) -> list[str | None]:
+        llm_server.requests.clear()
+        args = [sys.executable, "-m", "judge", "eval", str(tmp_path / "suite.yaml"), "--quiet"]
+        args += ["--out", str(tmp_path / "runs" / out), "--workers", "1", *extra]
+        proc = subprocess.run(
+            args, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads((tmp_path / "runs" / out / "results.jsonl").read_text())["decision"] == "block"
+        return [call_schema_name(r.body) for r in llm_server.requests]
+
+    learning = [None, "tool_call", "verdict_or_tool_call"]
+    assert run("a", "--no-cache") == learning and run("b", "--no-cache") == learning  # nowhere to keep it
+    assert run("c") == learning
+    assert (tmp_path / "runs" / FILE_NAME).exists()  # beside the judgement cache
+    assert run("d", "--cache", str(tmp_path / "other.sqlite")) == learning  # another place: learnt anew
+    assert run("e", "--no-cache") == learning
+    assert run("f", "--cache", str(tmp_path / "other.sqlite")) == []  # a cache hit asks nothing
+    assert run("g", "--cache", str(tmp_path / "runs" / "fresh.sqlite")) == learning[1:]

@@ -44,6 +44,8 @@ from judge.evaluation.runner import (
 from judge.evaluation.suite import Suite, SuiteError
 from judge.evaluation.variants import VariantProblem, load_variant_suite, plan_variants
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
+from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
+from judge.llm.providers.features_memo import remembering
 
 
 def _err(message: str) -> None:
@@ -235,76 +237,79 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
     def open_writer() -> None:
         writers.append(ResultsWriter(results_path, truncate=not args.resume))
 
-    if recorded:
-        open_writer()
-        for case in suite.cases:
-            if (case.id, 0) not in skip:
-                writers[0].write(recorded_result(case))
-        writers[0].close()
-        judging_seconds = time.perf_counter() - started
-    elif batch:
-        open_writer()
-        try:
-            batched = run_batch(
-                suite,
-                out=out,
-                repeats=repeats,
-                concurrency=concurrency,
-                skip=skip,
-                cache_path=cache_path,
-                judge=judge,
-                resume=bool(args.resume),
-                on_result=writers[0].write,
-                progress=progress,
-                quiet=quiet,
-            )
-            interrupted, failure = batched.interrupted, batched.failure
-        finally:
-            judging_seconds = time.perf_counter() - started
+    # what model servers lack (learned by the first requests) is kept beside the cache
+    memo = cache_path.parent / MEMO_FILE if cache_path is not None else None
+    with remembering(memo):
+        if recorded:
+            open_writer()
+            for case in suite.cases:
+                if (case.id, 0) not in skip:
+                    writers[0].write(recorded_result(case))
             writers[0].close()
-    elif workers > 1:
-        try:
-            run_in_workers(
-                suite,
-                workers=workers,
-                repeats=repeats,
-                concurrency=concurrency,
-                skip=skip,
-                cache_path=cache_path,
-                judge=judge,
-                before_results=open_writer,
-                on_result=lambda result: writers[0].write(result),
-                progress=progress,
-            )
-        except KeyboardInterrupt:
-            interrupted = True
-            ignore_interrupts()  # a second Ctrl-C must not cut the results short
-        except WorkerFailure as exc:
-            failure = str(exc)
-        finally:
             judging_seconds = time.perf_counter() - started
-            for writer in writers:
-                writer.close()
-    else:
-        open_writer()
-        try:
-            completed = run_suite(
-                suite,
-                repeats=repeats,
-                concurrency=concurrency,
-                judge=judge,
-                cache_path=cache_path,
-                on_result=writers[0].write,
-                skip=skip,
-                progress=progress,
-                guard=InterruptGuard(),
-            )
-            interrupted = not completed
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            judging_seconds = time.perf_counter() - started
-            writers[0].close()
+        elif batch:
+            open_writer()
+            try:
+                batched = run_batch(
+                    suite,
+                    out=out,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    skip=skip,
+                    cache_path=cache_path,
+                    judge=judge,
+                    resume=bool(args.resume),
+                    on_result=writers[0].write,
+                    progress=progress,
+                    quiet=quiet,
+                )
+                interrupted, failure = batched.interrupted, batched.failure
+            finally:
+                judging_seconds = time.perf_counter() - started
+                writers[0].close()
+        elif workers > 1:
+            try:
+                run_in_workers(
+                    suite,
+                    workers=workers,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    skip=skip,
+                    cache_path=cache_path,
+                    judge=judge,
+                    before_results=open_writer,
+                    on_result=lambda result: writers[0].write(result),
+                    progress=progress,
+                )
+            except KeyboardInterrupt:
+                interrupted = True
+                ignore_interrupts()  # a second Ctrl-C must not cut the results short
+            except WorkerFailure as exc:
+                failure = str(exc)
+            finally:
+                judging_seconds = time.perf_counter() - started
+                for writer in writers:
+                    writer.close()
+        else:
+            open_writer()
+            try:
+                completed = run_suite(
+                    suite,
+                    repeats=repeats,
+                    concurrency=concurrency,
+                    judge=judge,
+                    cache_path=cache_path,
+                    on_result=writers[0].write,
+                    skip=skip,
+                    progress=progress,
+                    guard=InterruptGuard(),
+                )
+                interrupted = not completed
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                judging_seconds = time.perf_counter() - started
+                writers[0].close()
     write_error = next((w.error for w in writers if w.error is not None), None)
     if write_error is not None:
         _err(f"judge eval: writing {results_path} failed: {write_error}")
