@@ -36,10 +36,11 @@ from judge.evaluation.batch_status import BatchSetupError
 from judge.evaluation.cache import cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
-from judge.llm.loop import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, find_verdict, user_prompt
+from judge.llm.loop import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
 from judge.llm.prompts import render_prompt
 from judge.llm.providers.base import Message, SDKProvider
 from judge.llm.tiers import resolve_model
+from judge.llm.verdicts import find_verdict
 from judge.transcripts import prepare_transcript
 
 MAX_TRANSCRIPT_ENV = "JUDGE_BATCH_MAX_TRANSCRIPT_CHARS"

@@ -3,8 +3,9 @@
 One judgement is a short conversation: a system prompt (role, answer schema, field
 glossary, data-not-instructions rule), a user message holding the rendered hook prompt
 (with the context between ``<hook_context>`` tags), then rounds of tool calls over the
-transcript until the model answers. The LAST valid verdict object in its answer wins;
-an unparseable answer gets one repair turn, then it is a :class:`HookError`.
+transcript until the model answers. A verdict object that ends its answer is the verdict
+(:mod:`judge.llm.verdicts`); any other answer gets one repair turn, then it is a
+:class:`HookError`.
 
 Tools and the answer schema never fight: while a tool may still be called the request
 has ``tool_choice: auto`` and the answer is free text; the verdict schema (structured
@@ -27,16 +28,16 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.decision import Citation, PromptVerdict, Usage, answer_from_object
+from judge.decision import Citation, PromptVerdict, Usage
 from judge.errors import HookError
 from judge.llm.evidence import EvidenceCheck, reask_message, unverified_error, with_evidence
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
 from judge.llm.reading import ALL_READ, REPEATED, ReadLog
 from judge.llm.retry import call_with_retries
-from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message, scan_json_objects
+from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.read_file import DEFAULT_WINDOW
-from judge.llm.truncated import cut_off_verdict
+from judge.llm.verdicts import cut_off, find_verdict_object
 
 MAX_TOOL_ROUNDS = 10
 CONTEXT_TAG = "hook_context"
@@ -146,30 +147,6 @@ def system_prompt(has_tools: bool, max_rounds: int = MAX_TOOL_ROUNDS, *, text_to
 
 def user_prompt(rendered_prompt: str) -> str:
     return USER_TEMPLATE.format(prompt=rendered_prompt)
-
-
-def find_verdict_object(text: str) -> tuple[bool, str | None, dict[str, Any]] | None:
-    """The LAST valid verdict object in ``text`` (``ok`` or ``decision`` format), if any:
-    (ok, reason, the object itself)."""
-
-    def pick(obj: Any) -> tuple[bool, str | None, dict[str, Any]] | None:
-        if not (isinstance(obj, dict) and ("ok" in obj or "decision" in obj)):
-            return None
-        try:
-            answer = answer_from_object(obj)
-        except HookError:
-            return None
-        reason = answer.reason.strip() if answer.reason else None
-        return answer.decision == "allow", reason or None, obj
-
-    found = scan_json_objects(text, pick)
-    return found[-1] if found else None
-
-
-def find_verdict(text: str) -> tuple[bool, str | None] | None:
-    """The LAST valid verdict object in ``text`` (``ok`` or ``decision`` format), if any."""
-    found = find_verdict_object(text)
-    return None if found is None else found[:2]
 
 
 def _tool_result(text: str) -> str:
@@ -369,8 +346,7 @@ async def run_judgement(
             continue
         verdict = find_verdict_object(completion.text)
         if verdict is None and (final_turn or tools is None):
-            cut = cut_off_verdict(completion.text)  # a schema turn ran into the cap
-            verdict = (*cut, {}) if cut is not None else None
+            verdict = cut_off(completion.text)  # a schema turn ran into the cap
         if verdict is not None:
             ok, reason, verdict_object = verdict
             citations: list[Citation] | None = None
