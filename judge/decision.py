@@ -249,6 +249,8 @@ class Decision(BaseModel):
     additional_context: str | None = Field(None, exclude=True)
     updated_input: dict[str, Any] | None = Field(None, alias="updatedInput")
     hooks: list[HookOutcome] = Field(default_factory=list)
+    #: problems beside the decision that the caller should show (say, an unwritable audit log)
+    notes: list[str] = Field(default_factory=list, exclude=True)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of INTERFACES §4 (optional fields only when present)."""

@@ -9,6 +9,7 @@ audit logs; the rules themselves stay in :mod:`judge.engine`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from judge.engine import Engine
 from judge.errors import ContextError
 from judge.session_lock import DEFAULT_WAIT_SECONDS
 from judge.state import StateStore
+
+_log = logging.getLogger("judge.gate")
 
 
 def count_key(event: str, session_id: str) -> str:
@@ -143,5 +146,11 @@ class Gate:
                     decision = decision.model_copy(update={"rejection_count": 0})
         if self.audit is not None:
             logged = {**context, "session_id": sid} if sid else context
-            await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
+            try:
+                await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
+            except (OSError, ValueError, TypeError) as exc:
+                # The log is a side channel: the decision stands, and the caller is told.
+                problem = f"could not write the audit log in {self.audit.data_dir}: {exc}"
+                _log.error("%s", problem)
+                decision = decision.model_copy(update={"notes": [*decision.notes, problem]})
         return decision

@@ -122,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    for line in decision.error_lines():
+    for line in [*decision.error_lines(), *decision.notes]:
         _err(f"judge run: {line}")
     print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
     return 0

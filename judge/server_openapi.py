@@ -140,6 +140,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
         408: "The body did not arrive in time",
         413: "Body over the size limit",
         415: "Unsupported Content-Type",
+        503: "A custom agent's hooks cannot be looked up (the state store is down)",
     }
     return {str(s): {"description": text[s], "content": _json(ApiErrorBody)} for s in statuses}
 
@@ -277,7 +278,7 @@ def openapi_document() -> dict[str, Any]:
                 "requestBody": {"required": True, "content": _json(model)},
                 "responses": {
                     "200": {"description": "The decision", "content": _json(DecisionResponse)},
-                    **_errors(400, 401, 408, 413, 415),
+                    **_errors(400, 401, 408, 413, 415, 503),
                 },
             }
         }

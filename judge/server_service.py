@@ -243,10 +243,18 @@ class Service:
         """
         if not (isinstance(agent_name, str) and AGENT_NAME.match(agent_name)):
             return self.engine
-        stored = await asyncio.to_thread(self.store.get_agent, agent_name)
+        cached = self._agents.get(agent_name)
+        try:
+            stored = await asyncio.to_thread(self.store.get_agent, agent_name)
+        except StateUnavailable as exc:
+            # Judging without the agent's hooks would let through what they check.
+            self.metrics.state_error()
+            if cached is not None:
+                _log.warning("custom agent %r judged as last seen: %s", agent_name, exc)
+                return cached[1]
+            raise ApiError(503, f"custom agent {agent_name!r} could not be looked up: {exc}") from None
         if stored is None:
             return self.engine
-        cached = self._agents.get(agent_name)
         if cached is not None and cached[0] == stored:
             return cached[1]
         try:

@@ -457,3 +457,41 @@ def test_stop_gate_refuses_messages_that_are_not_a_message_list() -> None:
             gate.check_sync("All done.", junk)  # type: ignore[arg-type]
     assert judge.seen == []
     assert gate.check_sync("All done.", ({"role": "user", "content": "hi"},)).stop
+
+
+def test_a_post_tool_use_gate_failure_withholds_the_result_when_a_hook_says_block(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hooks = {"PostToolUse": [{"prompt": "audit", "matcher": "*", "failMode": "block"}]}
+    dispatcher = Dispatcher()
+    gate = BrokenGate(engine_with(hooks, PolicyJudge({})), "PostToolUse")
+    wrapped = wrap_dispatcher(dispatcher.call_tool, gate, FREE_USER)
+    with caplog.at_level(logging.ERROR, logger="judge.integrations"):
+        result = wrapped(tool_use("toolu_1", "get_order", order="O-1"))
+    assert result["content"].startswith("[Hook Blocked Tool Result] Hook error: ")
+    assert "state database is locked" in result["content"] and "withholding the result" in caplog.text
+    assert len(dispatcher.calls) == 1  # the tool ran; its result is what is withheld
+
+
+def test_stop_gate_logs_the_errors_of_its_hooks(caplog: pytest.LogCaptureFixture) -> None:
+    judge = PolicyJudge({"complete": lambda r: HookError("provider down")})
+    gate = StopGate(stop_engine(judge), HookContext(session_id="s"))
+    with caplog.at_level(logging.WARNING, logger="judge.integrations"):
+        verdict = gate.check_sync("All done.")
+    assert verdict.stop and verdict.decision.hooks[0].error == "provider down"
+    assert "Stop[0] hook error: provider down" in caplog.text
+
+
+def test_an_unwritable_audit_log_is_logged_and_the_decision_stands(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from judge.audit import AuditLog
+
+    (tmp_path / "audit_log.jsonl").mkdir()  # a directory where the log file goes
+    judge = PolicyJudge({"pii": lambda r: (False, "the result contains an e-mail")})
+    engine = engine_with({"PostToolUse": [{"prompt": "pii", "matcher": "*"}]}, judge)
+    wrapped = wrap_dispatcher(Dispatcher().call_tool, Gate(engine, audit=AuditLog(tmp_path)), FREE_USER)
+    with caplog.at_level(logging.ERROR):
+        result = wrapped(tool_use("toolu_1", "lookup"))
+    assert result["content"] == "[Hook Blocked Tool Result] the result contains an e-mail"
+    assert "could not write the audit log" in caplog.text

@@ -7,14 +7,17 @@ stdout. This module maps that input to the SPEC context
 (:mod:`~judge.integrations.claude_code_output`).
 
 The process always exits 0: Claude Code only reads the JSON answer reliably on exit 0, so
-every block is expressed in JSON. Problems of the adapter itself are reported on stderr.
-They never block a Stop or a PostToolUse (a broken setup must not wedge the user's agent;
-the user is told through a ``systemMessage``), but a PreToolUse call whose policy check
-cannot run — an invalid configuration, an unexpected failure — is **denied** with the
-reason (SPEC §6). A hook that could not decide (its model down or timed out, its script
-crashing) is answered per its failMode and named in a ``systemMessage``, so a check that
-did not run is never silent. With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``)
-nothing is checked and nothing is blocked. Events judge does not handle (``WorktreeCreate``,
+every block is expressed in JSON. Problems of the adapter itself are reported on stderr
+and answered per the failMode of the hooks the call selects
+(:mod:`~judge.integrations.claude_code_failure`): a PreToolUse call whose policy check
+cannot run — unusable hook input, a damaged state file, an unexpected failure — is
+**denied** with the reason (SPEC §6), a Stop or PostToolUse goes on with a
+``systemMessage`` unless a hook says ``failMode: block``; an invalid configuration denies
+PreToolUse calls and lets the rest through with a ``systemMessage``. A hook that could
+not decide (its model down or timed out, its script crashing) is answered per its
+failMode and named in a ``systemMessage``, so a check that did not run is never silent.
+With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``) nothing is checked
+and nothing is blocked. Events judge does not handle (``WorktreeCreate``,
 ``SessionStart``, ...) are a silent no-op: nothing on stdout, exit 0.
 
 Deadline and signals: with ``--timeout SECONDS`` judge answers before that deadline by
@@ -39,13 +42,12 @@ import asyncio
 import json
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from judge.config import STOP_EVENTS, Config, Hook, HookSet, load_config
-from judge.decision import Decision, PromptJudge
+from judge.config import STOP_EVENTS, Config, HookSet, load_config
+from judge.decision import PromptJudge
 from judge.errors import ConfigError, ContextError
 from judge.integrations.claude_code_context import (
     SubagentOutputMissing,
@@ -54,13 +56,21 @@ from judge.integrations.claude_code_context import (
     session_key,
     transcript_source,
 )
-from judge.integrations.claude_code_fast import MAX_STDIN_BYTES, write_index
-from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
-from judge.integrations.claude_code_output import (
-    adapter_failure_output,
-    claude_code_output,
-    with_failures_told,
+from judge.integrations.claude_code_failure import (
+    PREFIX,
+    adapter_failure,
+    answer_for,
+    checked_size,
+    fail_mode_output,
+    hooks_failure,
+    input_failure,
+    read_stdin,
+    selected_hooks,
+    warn,
 )
+from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
+from judge.integrations.claude_code_fast import write_index
+from judge.integrations.claude_code_output import with_failures_told
 from judge.integrations.claude_code_protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
@@ -76,12 +86,20 @@ from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
 from judge.llm.providers.features_memo import remembering
 from judge.validation import runnable
 
-__all__ = ["ClaudeCodeInput", "build_context", "handle", "main", "parse_input"]
+__all__ = [
+    "PREFIX",
+    "ClaudeCodeInput",
+    "answer_for",
+    "build_context",
+    "fail_mode_output",
+    "handle",
+    "main",
+    "parse_input",
+    "selected_hooks",
+]
 
 #: Kept for callers of the first version: the events the adapter evaluates.
 SUPPORTED_EVENTS = HANDLED_EVENTS
-#: Largest hook input read from stdin (tool inputs/outputs can be big, not this big).
-PREFIX = "judge claude-code"
 #: Signals that cancel an evaluation (hook children killed, temp files removed).
 CANCEL_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -90,47 +108,6 @@ def default_state_path() -> Path:
     """``$JUDGE_STATE``, else the per-user data dir (``$XDG_DATA_HOME`` or ``~/.local/share``);
     the same place the fast path looks for its config index."""
     return Path(fast_default_state_path())
-
-
-def selected_hooks(config: Config, hook_input: ClaudeCodeInput) -> list[tuple[str, int, Hook]]:
-    """The judge hooks this input selects (by event, agent and tool name)."""
-    from judge.engine import Engine
-
-    return Engine(config).selected_hooks(hook_input.config_event, probe_context(hook_input))
-
-
-def fail_mode_output(
-    hook_input: ClaudeCodeInput,
-    hooks: list[tuple[str, int, Hook]],
-    problem: str,
-    rewrite: RewriteMode = DEFAULT_REWRITE_MODE,
-) -> dict[str, Any]:
-    """The answer when the selected hooks could not finish: per their failMode.
-
-    Any hook with ``failMode: block`` (the default on PreToolUse) blocks with
-    ``Hook error: <problem>``; otherwise the event goes through with a ``systemMessage``.
-    """
-    event = hook_input.config_event
-    if not any(h.fail_mode_for(event) == "block" for _, _, h in hooks):
-        return {"systemMessage": f"judge: {problem}; not checked"}
-    decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}")
-    out = answer_for(decision, hook_input, rewrite)
-    assert out is not None  # a block always has an answer
-    return out
-
-
-def answer_for(
-    decision: Decision, hook_input: ClaudeCodeInput, rewrite: RewriteMode
-) -> dict[str, Any] | None:
-    """Claude Code's answer for ``decision`` on this input (``None``: print nothing)."""
-    return claude_code_output(
-        decision,
-        hook_input.hook_event_name,
-        rewrite,
-        hook_input.tool_name,
-        hook_input.tool_input,
-        hook_input.tool_response,
-    )
 
 
 async def handle(
@@ -171,21 +148,24 @@ async def handle(
                     event, context, session_id=key, new_loop=new_loop, stop_hook_active=active
                 )
         except RenderError as exc:
-            _warn(str(exc))
+            warn(str(exc))
             unread = str(exc)
             context = build_context(hook_input, None, None)
             decision = await gate.decide(
                 event, context, session_id=key, new_loop=new_loop, stop_hook_active=active
             )
     except SubagentOutputMissing as exc:
-        _warn(str(exc))
+        warn(str(exc))
         return fail_mode_output(hook_input, hooks, str(exc), rewrite)
     for hook in decision.hooks:
         if hook.error:
-            _warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
+            warn(f"{hook.level} {event}[{hook.index}] hook error: {hook.error}")
     # A judge that could not read the transcript decided on the final answer alone: say so.
     judged = any(hook.type == "prompt" and hook.effective for hook in decision.hooks)
     notes = [f"{unread}; judged without it"] if unread and judged else []
+    for note in decision.notes:
+        warn(note)
+    notes += decision.notes
     return with_failures_told(answer_for(decision, hook_input, rewrite), decision, notes)
 
 
@@ -226,27 +206,8 @@ async def run_bounded(
     finally:
         for sig in CANCEL_SIGNALS:
             loop.remove_signal_handler(sig)
-    _warn(problem)
+    warn(problem)
     return fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
-
-
-def _warn(message: str) -> None:
-    print(f"{PREFIX}: {message}", file=sys.stderr)
-
-
-def _adapter_failure(event: str, problem: str) -> None:
-    blocking = event == "PreToolUse"
-    _warn(f"{problem}; {'denying the tool call (fail closed)' if blocking else 'not blocking'}")
-    print(json.dumps(adapter_failure_output(event, problem), ensure_ascii=False))
-
-
-def _read_stdin() -> str:
-    if sys.stdin is None or sys.stdin.isatty():
-        raise InputError("no hook input: Claude Code passes the hook JSON on stdin")
-    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    if len(data) > MAX_STDIN_BYTES:
-        raise InputError(f"hook input larger than {MAX_STDIN_BYTES} bytes")
-    return data.decode("utf-8", errors="replace")
 
 
 def process_age() -> float:
@@ -298,31 +259,31 @@ def main(args: argparse.Namespace) -> int:
     started, age = time.monotonic(), process_age()
     try:
         stdin_text = getattr(args, "stdin_text", None)
-        hook_input = parse_input(stdin_text if stdin_text is not None else _read_stdin())
+        hook_input = parse_input(checked_size(stdin_text) if stdin_text is not None else read_stdin())
     except InputError as exc:
-        _warn(f"{exc}; not blocking")
+        input_failure(exc, getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG"))
         return 0
     event = hook_input.hook_event_name
     if event not in HANDLED_EVENTS:
         # A no-op, silently on stdout: any output could break events such as WorktreeCreate.
-        _warn(f"event {event!r} is not handled (handled: {', '.join(HANDLED_EVENTS)}); ignored")
+        warn(f"event {event!r} is not handled (handled: {', '.join(HANDLED_EVENTS)}); ignored")
         return 0
     config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
     if not config_path:
-        _warn("no configuration: pass --config CONFIG or set JUDGE_CONFIG; not blocking")
+        warn("no configuration: pass --config CONFIG or set JUDGE_CONFIG; not blocking")
         return 0
     try:
         rewrite = rewrite_mode(getattr(args, "rewrite", None))
     except ConfigError as exc:
-        _adapter_failure(event, exc.problems[0])
+        adapter_failure(event, exc.problems[0])
         return 0
     try:
         config = runnable(load_config(config_path))  # templates and models checked too
     except ConfigError as exc:
         for problem in exc.problems:
-            _warn(f"{config_path}: {problem}")
+            warn(f"{config_path}: {problem}")
         first = exc.problems[0] if exc.problems else "invalid"
-        _adapter_failure(event, f"invalid judge configuration {config_path}: {first}")
+        adapter_failure(event, f"invalid judge configuration {config_path}: {first}")
         return 0
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
@@ -336,10 +297,10 @@ def main(args: argparse.Namespace) -> int:
             bounded = run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout)
             output = asyncio.run(bounded)
     except ContextError as exc:
-        _adapter_failure(event, str(exc))
+        hooks_failure(hook_input, config, str(exc), rewrite)
         return 0
-    except Exception as exc:  # an adapter failure: fail closed only where a policy is checked
-        _adapter_failure(event, f"unexpected failure ({type(exc).__name__}: {exc})")
+    except Exception as exc:  # an adapter failure (say, a damaged state file): per failMode
+        hooks_failure(hook_input, config, f"unexpected failure ({type(exc).__name__}: {exc})", rewrite)
         return 0
     if output is not None:
         print(json.dumps(output, ensure_ascii=False))

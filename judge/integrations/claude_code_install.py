@@ -178,9 +178,15 @@ def merge(settings: dict[str, Any], entries: list[Entry]) -> tuple[dict[str, Any
     if not isinstance(hooks, dict):
         raise InstallError('the settings\' "hooks" is not a JSON object; fix it by hand first')
     slots: dict[str, int] = {}
+    wanted = {entry.event for entry in entries}
     for event in list(hooks):
         groups = hooks[event]
         if not isinstance(groups, list):
+            if event in wanted:  # Claude Code wants a list of matcher groups here
+                raise InstallError(
+                    f'the settings\' "hooks.{event}" is not a JSON array of matcher groups; '
+                    "fix it by hand first"
+                )
             continue
         kept: list[Any] = []
         for group in groups:

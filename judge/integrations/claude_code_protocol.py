@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 #: Claude Code events ``judge claude-code`` evaluates. Every other event is a no-op.
 HANDLED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PreToolUse", "PostToolUse", "PostToolUseFailure")
+#: Judge configuration events about one tool call (their hooks match on the tool name).
+_TOOL_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse")
 #: The judge configuration event whose hooks judge a Claude Code event.
 CONFIG_EVENT: dict[str, str] = {
     "Stop": "Stop",
@@ -128,7 +130,18 @@ class ClaudeCodeInput(BaseModel):
 
 
 class InputError(Exception):
-    """The hook input on stdin is unusable."""
+    """The hook input on stdin is unusable. ``data``: the JSON object, when it was one
+    (its event may still be known, so the adapter can apply that event's failMode)."""
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.data = data
+
+    @property
+    def event(self) -> str | None:
+        """The Claude Code event the unusable input was for, when that much is readable."""
+        name = (self.data or {}).get("hook_event_name")
+        return name if isinstance(name, str) else None
 
 
 def parse_input(text: str) -> ClaudeCodeInput:
@@ -143,9 +156,12 @@ def parse_input(text: str) -> ClaudeCodeInput:
     if not isinstance(data, dict):
         raise InputError(f"hook input must be a JSON object, got {type(data).__name__}")
     try:
-        return ClaudeCodeInput.model_validate(data)
+        hook_input = ClaudeCodeInput.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '<input>'}: {err['msg']}" for err in exc.errors()
         )
-        raise InputError(f"invalid hook input: {problems}") from None
+        raise InputError(f"invalid hook input: {problems}", data) from None
+    if hook_input.config_event in _TOOL_EVENTS and not hook_input.tool_name:
+        raise InputError(f"invalid hook input: {hook_input.hook_event_name} without a tool_name", data)
+    return hook_input

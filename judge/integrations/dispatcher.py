@@ -176,7 +176,7 @@ class _Hooks:
         except Exception as exc:  # a broken policy check must not pass silently: fail closed
             log.error("PreToolUse check failed for %s; denying the call: %s", tool_use.get("name"), exc)
             return tool_use, blocked_result(tool_id, f"the policy check for this tool failed ({exc})")
-        self._log_errors("PreToolUse", decision)
+        log_problems("PreToolUse", decision)
         if decision.decision == "block":
             return tool_use, blocked_result(tool_id, decision.reason or "tool call denied by policy")
         if decision.updated_input is not None:
@@ -190,10 +190,18 @@ class _Hooks:
         )
         try:
             decision = await self.gate.decide("PostToolUse", event)
-        except Exception as exc:  # audit/post hooks are a side channel: log and carry on
+        except Exception as exc:  # a side channel by default: log and carry on, unless a
+            # selected hook says failMode: block - then the result is withheld
+            hooks = self.gate.engine.selected_hooks("PostToolUse", event)
+            if any(h.fail_mode_for("PostToolUse") == "block" for _, _, h in hooks if h.mode != "shadow"):
+                log.error(
+                    "PostToolUse hooks failed for %s; withholding the result: %s", tool_use.get("name"), exc
+                )
+                failed = Decision(event="PostToolUse", decision="block", reason=f"Hook error: {exc}")
+                return {**result, "content": failed.blocked_tool_result}
             log.error("PostToolUse hooks failed for %s (ignored): %s", tool_use.get("name"), exc)
             return result
-        self._log_errors("PostToolUse", decision)
+        log_problems("PostToolUse", decision)
         if decision.blocked_tool_result is not None:
             result = {**result, "content": decision.blocked_tool_result}
         extra = decision.additional_context
@@ -204,11 +212,14 @@ class _Hooks:
                 result = _with_context(result, extra)
         return result
 
-    @staticmethod
-    def _log_errors(event: str, decision: Decision) -> None:
-        for hook in decision.hooks:
-            if hook.error:
-                log.warning("%s %s[%d] hook error: %s", hook.level, event, hook.index, hook.error)
+
+def log_problems(event: str, decision: Decision) -> None:
+    """Log each hook error of ``decision`` and its notes (an unwritable audit log, ...)."""
+    for hook in decision.hooks:
+        if hook.error:
+            log.warning("%s %s[%d] hook error: %s", hook.level, event, hook.index, hook.error)
+    for note in decision.notes:
+        log.error("%s: %s", event, note)
 
 
 class _Reentry:

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.gate import Gate, count_key
-from judge.integrations.dispatcher import HookContext, run_sync
+from judge.integrations.dispatcher import HookContext, log_problems, run_sync
 from judge.state import Store
 
 MessageStyle = Literal["anthropic", "openai"]
@@ -238,6 +238,7 @@ class StopGate:
         context["session_id"] = sid
         with transcript_file(messages) as transcript:
             decision = await self.gate.decide(self.event, context, transcript=transcript, session_id=sid)
+        log_problems(self.event, decision)
         if decision.decision == "block":
             self._counts[sid] = decision.rejection_count
         else:

@@ -1,0 +1,164 @@
+"""What ``judge claude-code`` answers when it cannot do its work: the selected hooks'
+failMode decides, and the user is told.
+
+* A hook that did not finish (a deadline, a cancelling signal) or an adapter failure
+  after the configuration loaded (a damaged state file): :func:`fail_mode_output` over
+  the hooks the input selects - any ``failMode: block`` (the default on PreToolUse)
+  blocks with ``Hook error: ...``, else a ``systemMessage`` says what was not checked.
+  Shadow hooks never block.
+* Unusable hook input (not JSON, wrong types, over the size limit): when its event (and
+  tool) can still be read and judge has hooks for them, the same; else only a warning on
+  stderr, since nothing is configured to check.
+* No usable configuration: PreToolUse is denied, the other events go through with a
+  ``systemMessage`` (:func:`judge.integrations.claude_code_output.adapter_failure_output`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from typing import Any
+
+from judge.config import Config, Hook, load_config
+from judge.decision import Decision
+from judge.errors import ConfigError
+from judge.integrations.claude_code_context import probe_context
+from judge.integrations.claude_code_fast import MAX_STDIN_BYTES
+from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output
+from judge.integrations.claude_code_protocol import (
+    DEFAULT_REWRITE_MODE,
+    HANDLED_EVENTS,
+    ClaudeCodeInput,
+    InputError,
+    RewriteMode,
+)
+from judge.validation import runnable
+
+PREFIX = "judge claude-code"
+
+
+def selected_hooks(config: Config, hook_input: ClaudeCodeInput) -> list[tuple[str, int, Hook]]:
+    """The judge hooks this input selects (by event, agent and tool name)."""
+    from judge.engine import Engine
+
+    return Engine(config).selected_hooks(hook_input.config_event, probe_context(hook_input))
+
+
+def fail_mode_output(
+    hook_input: ClaudeCodeInput,
+    hooks: list[tuple[str, int, Hook]],
+    problem: str,
+    rewrite: RewriteMode = DEFAULT_REWRITE_MODE,
+) -> dict[str, Any]:
+    """The answer when the selected hooks could not finish: per their failMode.
+
+    Any hook with ``failMode: block`` (the default on PreToolUse) blocks with
+    ``Hook error: <problem>``; otherwise the event goes through with a ``systemMessage``.
+    Shadow hooks never block.
+    """
+    event = hook_input.config_event
+    if not any(h.fail_mode_for(event) == "block" for _, _, h in hooks if h.mode != "shadow"):
+        return {"systemMessage": f"judge: {problem}; not checked"}
+    decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}")
+    out = answer_for(decision, hook_input, rewrite)
+    assert out is not None  # a block always has an answer
+    return out
+
+
+def answer_for(
+    decision: Decision, hook_input: ClaudeCodeInput, rewrite: RewriteMode
+) -> dict[str, Any] | None:
+    """Claude Code's answer for ``decision`` on this input (``None``: print nothing)."""
+    return claude_code_output(
+        decision,
+        hook_input.hook_event_name,
+        rewrite,
+        hook_input.tool_name,
+        hook_input.tool_input,
+        hook_input.tool_response,
+    )
+
+
+def warn(message: str) -> None:
+    """A line on stderr (Claude Code shows it in verbose mode)."""
+    print(f"{PREFIX}: {message}", file=sys.stderr)
+
+
+def adapter_failure(event: str, problem: str) -> None:
+    """No usable configuration: deny a PreToolUse call, let the rest go on; say so."""
+    blocking = event == "PreToolUse"
+    warn(f"{problem}; {'denying the tool call (fail closed)' if blocking else 'not blocking'}")
+    print(json.dumps(adapter_failure_output(event, problem), ensure_ascii=False))
+
+
+def hooks_failure(hook_input: ClaudeCodeInput, config: Config, problem: str, rewrite: RewriteMode) -> None:
+    """The adapter failed after the configuration was loaded: the selected hooks' failMode
+    decides (PreToolUse hooks block by default), as when they time out."""
+    try:
+        output = fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
+    except Exception:  # choosing the hooks failed too: the event's default
+        adapter_failure(hook_input.hook_event_name, problem)
+        return
+    blocking = "systemMessage" not in output
+    warn(f"{problem}; {'blocking (failMode)' if blocking else 'not blocking'}")
+    print(json.dumps(output, ensure_ascii=False))
+
+
+def input_failure(exc: InputError, config_path: str | None) -> None:
+    """Unusable hook input. When its event is readable and judge has hooks for it, their
+    failMode decides (a PreToolUse call is denied) and the user is told; else it is only
+    logged: nothing is configured to check."""
+    event = exc.event
+    config: Config | None = None
+    if event in HANDLED_EVENTS and config_path:
+        with contextlib.suppress(ConfigError, OSError):
+            config = runnable(load_config(config_path))
+    if event is None or config is None:
+        warn(f"{exc}; not blocking")
+        return
+    data = exc.data or {}
+    tool = data.get("tool_name")
+    loose = ClaudeCodeInput.model_construct(
+        hook_event_name=event, tool_name=tool if isinstance(tool, str) and tool else None
+    )
+    hooks = config.hooks_for(loose.config_event, None)
+    if loose.tool_name is not None:
+        hooks = [(level, i, hook) for level, i, hook in hooks if hook.matches(loose.tool_name)]
+    if not hooks:
+        warn(f"{exc}; not blocking (no hook for it)")
+        return
+    output = fail_mode_output(loose, hooks, str(exc))
+    warn(f"{exc}; {'not blocking' if 'systemMessage' in output else 'blocking (failMode)'}")
+    print(json.dumps(output, ensure_ascii=False))
+
+
+#: Where an oversized hook input still names its event and tool (Claude Code writes them
+#: before the tool's input and response).
+_HEAD_FIELD = re.compile(r'"(hook_event_name|tool_name)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
+
+
+def _too_big(text: str) -> InputError:
+    """The error for an input over the size limit, with its event and tool when its first
+    64 KiB name them (so that event's failMode can decide)."""
+    head = {name: value for name, value in _HEAD_FIELD.findall(text[: 64 * 1024])}
+    return InputError(f"hook input larger than {MAX_STDIN_BYTES} bytes", head or None)
+
+
+def checked_size(text: str) -> str:
+    """Hook input read by the fast path: refuse one cut at the size limit (UTF-8 length)."""
+    if len(text) > MAX_STDIN_BYTES // 4 and len(text.encode("utf-8")) > MAX_STDIN_BYTES:
+        raise _too_big(text)
+    return text
+
+
+def read_stdin() -> str:
+    """The hook input on stdin (at most the size limit)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("no hook input: Claude Code passes the hook JSON on stdin")
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    text = data.decode("utf-8", errors="replace")
+    if len(data) > MAX_STDIN_BYTES:
+        raise _too_big(text)
+    return text

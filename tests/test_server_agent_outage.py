@@ -1,0 +1,53 @@
+"""A custom agent whose hooks the service cannot look up (state store down) is never judged
+without them: as last seen by this process, else 503 - not an allow with no hooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from judge.config import load_config
+from judge.errors import StateUnavailable
+from judge.server_app import create_app
+from judge.server_service import ServerSettings
+
+AGENT = {
+    "name": "ops",
+    "properties": {"hooks": {"PreToolUse": [{"type": "command", "matcher": "Bash", "command": "exit 2"}]}},
+}
+CALL = {"agent_name": "ops", "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}
+
+
+def down(name: str) -> None:
+    raise StateUnavailable("state database: connection refused")
+
+
+def client(tmp_path: Path) -> TestClient:
+    config = tmp_path / "judge.yaml"
+    config.write_text("hooks: {}\n")
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    return TestClient(create_app(ServerSettings(config=load_config(str(config)), data_dir=data)))
+
+
+def test_an_agent_seen_before_is_judged_as_last_seen(tmp_path: Path) -> None:
+    service = client(tmp_path)
+    assert service.put("/api/v2/extendedAgent/agents/ops", json=AGENT).status_code == 202
+    assert service.post("/api/v2/hooks/PreToolUse", json=CALL).json()["decision"] == "block"
+    service.app.state.service.store.get_agent = down  # type: ignore[attr-defined]
+    answer = service.post("/api/v2/hooks/PreToolUse", json=CALL)
+    assert answer.status_code == 200 and answer.json()["decision"] == "block"
+
+
+def test_an_agent_never_seen_is_a_503_with_the_reason(tmp_path: Path) -> None:
+    first = client(tmp_path)
+    assert first.put("/api/v2/extendedAgent/agents/ops", json=AGENT).status_code == 202
+    other = client(tmp_path)  # another process: it never looked the agent up
+    other.app.state.service.store.get_agent = down  # type: ignore[attr-defined]
+    answer = other.post("/api/v2/hooks/PreToolUse", json=CALL)
+    assert answer.status_code == 503
+    assert (
+        answer.json()["error"]
+        == "custom agent 'ops' could not be looked up: state database: connection refused"
+    )
