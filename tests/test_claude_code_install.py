@@ -78,11 +78,10 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     config = '"$CLAUDE_PROJECT_DIR"/.claude/judge.yaml'
     command = f"{shlex.quote(sys.executable)} -m judge claude-code --config {config}"
     # Tool hooks run one after another (20 + 10 s), Stop hooks concurrently (60 s); judge keeps
-    # 5 s for itself and Claude Code's timeout sits 10 s above judge's own.
-    assert hooks["PreToolUse"][1] == {
-        "matcher": "Bash|Edit|Write",
-        "hooks": [{"type": "command", "command": f"{command} --timeout 35", "timeout": 45}],
-    }
+    # 5 s for itself and Claude Code's timeout sits 10 s above judge's own. PreToolUse hooks
+    # fail closed (their default failMode), so does Claude Code when judge cannot answer.
+    pre = {"type": "command", "command": f"{command} --timeout 35", "timeout": 45, "onFailure": "block"}
+    assert hooks["PreToolUse"][1] == {"matcher": "Bash|Edit|Write", "hooks": [pre]}
     assert hooks["Stop"] == [
         {"hooks": [{"type": "command", "command": f"{command} --timeout 65", "timeout": 75}]}
     ]
@@ -180,3 +179,15 @@ def test_matchers_and_handler_recognition() -> None:
     assert is_judge_handler({"type": "command", "command": "/v/bin/python -m judge claude-code"})
     assert not is_judge_handler({"type": "command", "command": "judge-lint claude-code-notes"})
     assert not is_judge_handler({"type": "prompt", "prompt": "judge claude-code"})
+
+
+def test_pre_tool_use_hooks_that_fail_open_leave_claude_code_to_go_on(project: Path) -> None:
+    config = project / ".claude" / "judge.yaml"
+    config.write_text(
+        CONFIG.replace("      timeout: 20\n", "      timeout: 20\n      failMode: allow\n").replace(
+            "      timeout: 10\n", "      timeout: 10\n      mode: shadow\n"
+        )
+    )
+    assert install(project).returncode == 0
+    handler = settings(project / ".claude" / "settings.json")["hooks"]["PreToolUse"][1]["hooks"][0]
+    assert "onFailure" not in handler  # one allows on error, the other is a shadow hook

@@ -14,6 +14,9 @@ exactly the Claude Code events the judge configuration needs:
 * judge's deadline (``--timeout``) is what the event's hooks may take (the sum for tool
   events, whose hooks run one after another; the longest for Stop events, whose hooks run
   concurrently) plus a margin, and Claude Code's ``timeout`` sits above it;
+* a PreToolUse entry whose judge hooks fail closed (``failMode: block``, the default there)
+  gets ``"onFailure": "block"``, so Claude Code denies the call when judge cannot answer
+  at all (its interpreter gone, a crash);
 * the command is ``<python> -m judge claude-code --config <path> --timeout <s>`` with an
   absolute interpreter path and a quoted configuration path (``$CLAUDE_PROJECT_DIR``-relative
   for a configuration inside the project).
@@ -64,13 +67,21 @@ class Entry:
     matcher: str | None
     judge_timeout: int
     command: str
+    #: Claude Code blocks the call when judge itself cannot answer (see ``on_failure``)
+    block_on_failure: bool = False
 
     @property
     def claude_code_timeout(self) -> int:
         return self.judge_timeout + CLAUDE_CODE_MARGIN
 
     def group(self) -> dict[str, Any]:
-        handler = {"type": "command", "command": self.command, "timeout": self.claude_code_timeout}
+        handler: dict[str, Any] = {
+            "type": "command",
+            "command": self.command,
+            "timeout": self.claude_code_timeout,
+        }
+        if self.block_on_failure:
+            handler["onFailure"] = "block"
         out: dict[str, Any] = {"matcher": self.matcher} if self.matcher is not None else {}
         out["hooks"] = [handler]
         return out
@@ -157,10 +168,16 @@ def wanted_entries(
             hooks = [h for h in hooks if h.matcher]
         seconds = int(timeout) if timeout is not None else judge_timeout(event, hooks)
         command = hook_command(config_path, project, scope, seconds, rewrite)
+        # A PreToolUse policy that fails closed stays closed when judge cannot even answer
+        # (a missing interpreter, a crash): Claude Code's onFailure (2.1.295+; older versions
+        # ignore the key) then counts the failure as a block.
+        closed = event == "PreToolUse" and any(
+            h.fail_mode_for(event) == "block" and h.mode != "shadow" for h in hooks
+        )
         for cc_event in CLAUDE_CODE_EVENTS[event]:
             if cc_event not in HANDLED_EVENTS:
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
-            entries.append(Entry(cc_event, matcher, seconds, command))
+            entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed))
     return entries
 
 

@@ -28,10 +28,12 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.realclient.harness import (
     ClaudeSession,
@@ -268,3 +270,33 @@ def test_when_claude_codes_timeout_fires_first_judge_leaves_no_debris(session: C
     result = session.run("write", [tool("Bash", "toolu_killed", command=_write(session, "x"))])
     assert result.returncode == 0, result.explain()
     _assert_no_hook_left(session, token)
+
+
+@pytest.mark.parametrize("fails_closed", [True, False])
+def test_an_installed_policy_stays_closed_when_judge_cannot_start(
+    session: ClaudeSession, fails_closed: bool
+) -> None:
+    """The installer's ``onFailure: "block"``: judge's interpreter gone (a deleted virtualenv),
+    Claude Code itself denies the call; a policy that fails open lets it run."""
+    hook = dict(DENIERS["command"], **({} if fails_closed else {"failMode": "allow"}))
+    session.config_path.write_text(yaml.safe_dump({"hooks": {"PreToolUse": [hook]}}))
+    install = subprocess.run(
+        [sys.executable, "-m", "judge", "claude-code", "install", "--config", str(session.config_path)],
+        cwd=session.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr
+    settings = json.loads((session.project / ".claude" / "settings.json").read_text())
+    handler = settings["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert ("onFailure" in handler) is fails_closed
+    handler["command"] = handler["command"].replace(sys.executable, str(session.tmp / "gone" / "python"), 1)
+    result = session.run(
+        "write", [tool("Bash", "toolu_gone", command=_write(session, "x"))], settings=settings
+    )
+    assert result.returncode == 0, result.explain()
+    assert (session.project / "out.txt").exists() is not fails_closed
+    seen = tool_result_of(result.agent_requests[1], "toolu_gone")
+    assert seen is not None and (seen.get("is_error") is True) is fails_closed
