@@ -361,6 +361,52 @@ def test_build_context_maps_tool_response_to_tool_result() -> None:
     assert "execution_summary" not in ctx
 
 
+def test_build_context_passes_on_background_work_and_tool_details() -> None:
+    stop = parse_input(
+        json.dumps(
+            {
+                "hook_event_name": "Stop",
+                "session_id": "s",
+                "last_assistant_message": "Everything finished.",
+                "background_tasks": [
+                    {"id": "b1", "type": "shell", "status": "running", "command": "sleep 600; " + "x" * 5000}
+                ],
+                "session_crons": [],
+            }
+        )
+    )
+    ctx = build_context(stop, None, None)
+    assert ctx["background_tasks"][0]["status"] == "running"
+    assert len(ctx["background_tasks"][0]["command"]) <= 303  # clipped
+    assert "session_crons" not in ctx  # empty: nothing to say
+    call = parse_input(
+        json.dumps(
+            {
+                "hook_event_name": "PostToolUse",
+                "session_id": "s",
+                "tool_name": "mcp__files__read",
+                "tool_input": {},
+                "tool_response": "ok",
+                "agent_id": "a-7",
+                "mcp_server": {"name": "files", "source": "plugin:files@market"},
+                "duration_ms": 42,
+                "background_tasks": {"not": "a list"},
+            }
+        )
+    )
+    ctx = build_context(call, None, None)
+    assert ctx["agent_id"] == "a-7" and ctx["duration_ms"] == 42
+    assert ctx["mcp_server"] == {"name": "files", "source": "plugin:files@market"}
+    assert "background_tasks" not in ctx
+
+
+def test_new_input_fields_of_an_unexpected_shape_do_not_make_the_input_unusable() -> None:
+    odd = {"background_tasks": "three", "session_crons": 5, "mcp_server": [1], "duration_ms": "fast"}
+    hook_input = parse_input(json.dumps({"hook_event_name": "Stop", "session_id": "s", **odd}))
+    ctx = build_context(hook_input, None, "Done.")
+    assert not set(odd) & set(ctx)
+
+
 # ---------------------------------------------------------------------------
 # Rendering details on crafted lines
 

@@ -107,6 +107,31 @@ def _final_output(hook_input: ClaudeCodeInput, last_text: str | None) -> str:
     return found
 
 
+#: Most background tasks or crons passed on, and most characters of each of their strings.
+MAX_LISTED = 20
+MAX_LISTED_CHARS = 300
+
+
+def _clipped(value: Any, depth: int = 0) -> Any:
+    """``value`` with long strings cut, long lists and objects shortened and deep nesting
+    flattened to text (the hook input is not ours to trust in size)."""
+    if isinstance(value, dict | list) and depth >= 4:
+        value = json.dumps(value)
+    if isinstance(value, str):
+        return value if len(value) <= MAX_LISTED_CHARS else value[:MAX_LISTED_CHARS] + "..."
+    if isinstance(value, dict):
+        items = list(value.items())[:MAX_LISTED]
+        return {str(k)[:MAX_LISTED_CHARS]: _clipped(v, depth + 1) for k, v in items}
+    if isinstance(value, list):
+        return [_clipped(v, depth + 1) for v in value[:MAX_LISTED]]
+    return value
+
+
+def _listed(value: Any) -> list[Any]:
+    """A list field of the hook input, bounded; nothing for anything else."""
+    return _clipped(value) if isinstance(value, list) else []
+
+
 def build_context(
     hook_input: ClaudeCodeInput, transcript: Path | None, last_text: str | None
 ) -> dict[str, Any]:
@@ -123,15 +148,23 @@ def build_context(
         ctx["cwd"] = hook_input.cwd
     if hook_input.permission_mode:
         ctx["permission_mode"] = hook_input.permission_mode
+    if hook_input.agent_id:
+        ctx["agent_id"] = hook_input.agent_id  # a subagent's stop or tool call
     if event in STOP_EVENTS:
         ctx["final_output"] = _final_output(hook_input, last_text)
-        if hook_input.agent_id:
-            ctx["agent_id"] = hook_input.agent_id
+        for name in ("background_tasks", "session_crons"):
+            listed = _listed(getattr(hook_input, name))
+            if listed:
+                ctx[name] = listed
     else:
         ctx["tool_name"] = hook_input.tool_name
         ctx["tool_input"] = hook_input.tool_input if hook_input.tool_input is not None else {}
         if hook_input.tool_use_id:
             ctx["tool_use_id"] = hook_input.tool_use_id
+        if isinstance(hook_input.mcp_server, dict) and hook_input.mcp_server:
+            ctx["mcp_server"] = _clipped(hook_input.mcp_server)
+        if isinstance(hook_input.duration_ms, int | float) and not isinstance(hook_input.duration_ms, bool):
+            ctx["duration_ms"] = hook_input.duration_ms
         if hook_input.hook_event_name == "PostToolUse":
             ctx["tool_result"] = hook_input.tool_response
             ctx["tool_succeeded"] = True

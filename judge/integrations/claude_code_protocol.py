@@ -122,6 +122,15 @@ class ClaudeCodeInput(BaseModel):
     tool_use_id: str | None = None
     error: Any = None
     is_interrupt: bool | None = None
+    # Newer fields, kept loose (a shape change must not make the input unusable):
+    #: Stop/SubagentStop (2.1.145+): background work the agent started, and its status
+    background_tasks: Any = None
+    #: Stop/SubagentStop (2.1.145+): scheduled prompts of the session
+    session_crons: Any = None
+    #: tool events of an MCP tool: ``{name, source}`` (trust ``source``, not the name)
+    mcp_server: Any = None
+    #: PostToolUse/PostToolUseFailure (2.1.119+): how long the tool ran
+    duration_ms: Any = None
 
     @property
     def config_event(self) -> str:

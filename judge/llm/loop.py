@@ -63,6 +63,8 @@ next instruction: say specifically what is missing or wrong and what to do.
 - final_output (Stop): the answer the agent wants to give the user.
 - stop_hook_active, stop_rejection_count (Stop): whether and how often this gate has \
 already sent the agent back.
+- background_tasks (Stop, when present): work the agent started that was still running \
+when it stopped.
 - tool_name, tool_input, tool_result, tool_succeeded (tool events): the tool call \
 being checked.
 
