@@ -228,3 +228,43 @@ def test_a_stop_hook_summary_tells_blocks_from_failures() -> None:
     assert summary(hookErrors=errors, failedHookErrorIndexes=[0, 0, 7, "x"]).endswith("blocked: 1, failed: 1")
     older = summary(hookErrors=errors)  # releases before failedHookErrorIndexes: no telling
     assert older.endswith("prevented continuation: no, errors: 2")
+
+
+def test_user_rows_claude_code_wrote_are_labelled_by_their_origin() -> None:
+    notification = {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": "<task-notification><status>completed</status></task-notification>",
+        },
+        "origin": {"kind": "task-notification", "producer": "session-task"},
+        "rowSource": "recorded",
+    }
+    task = {
+        "type": "user",
+        "isSidechain": True,
+        "rowSource": "recorded",
+        "message": {"role": "user", "content": "Summarise the logs."},
+    }
+    human = {"type": "user", "origin": {"kind": "human"}, "message": {"role": "user", "content": "Hi."}}
+    assert render(notification, task, human).splitlines() == [
+        "TASK NOTIFICATION (from Claude Code, not the user): "
+        "<task-notification><status>completed</status></task-notification>",
+        "[subagent] TASK FROM THE PARENT AGENT: Summarise the logs.",
+        "USER: Hi.",
+    ]
+
+
+def test_the_header_skips_queue_operations_for_the_line_that_has_version_and_cwd() -> None:
+    queued = {"type": "queue-operation", "operation": "enqueue", "sessionId": "s1", "content": "go"}
+    first = {
+        "type": "user",
+        "sessionId": "s1",
+        "version": "2.1.332",
+        "cwd": "/work",
+        "message": {"role": "user", "content": "go"},
+    }
+    assert render(queued, first).splitlines() == [
+        "=== Claude Code session s1 · Claude Code 2.1.332 · cwd /work ===",
+        "USER: go",
+    ]

@@ -47,7 +47,7 @@ MAX_ENTRIES = 32
 MAX_AGE_SECONDS = 14 * 24 * 3600
 #: Bytes before the offset whose digest proves the transcript was only appended to.
 _TAIL_CHECK_BYTES = 4096
-_FORMAT = 1
+_FORMAT = 2  # 2: user rows Claude Code wrote are labelled by their origin
 _READ_CHUNK = 1 << 20
 
 

@@ -78,3 +78,16 @@ def hook_feedback(obj: dict[str, Any], content: Any) -> str | None:
     if obj.get("rowSource") != "hook" and not (obj.get("isMeta") and lead):
         return None
     return (text[lead.end() :] if lead else text).strip()
+
+
+def user_label(obj: dict[str, Any], prefix: str) -> str:
+    """Who a user row is from: the user, or what Claude Code put in the user's place (a
+    background task's notification, a subagent's task from its parent agent, ...)."""
+    origin = obj.get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    if isinstance(kind, str) and kind and kind != "human":
+        what = " ".join(kind.replace("-", " ").replace("_", " ").split()).upper()[:40]
+        return f"{prefix}{what} (from Claude Code, not the user)"
+    if obj.get("isSidechain") and obj.get("rowSource") == "recorded":
+        return f"{prefix}TASK FROM THE PARENT AGENT"
+    return f"{prefix}USER (meta)" if obj.get("isMeta") else f"{prefix}USER"

@@ -7,17 +7,14 @@ Stop-hook summaries), ``progress`` lines (hook and bash progress, the messages o
 subagent), plus bookkeeping (``file-history-snapshot``, ``queue-operation``).
 
 :func:`render_claude_code_lines` turns that stream into plain text lines a judge can read
-(and number): who said what, which tools ran with which input, what they returned. It is a
-generator over the input lines, so a transcript of any size is rendered in constant memory.
-Bookkeeping and progress noise are dropped; thinking is shown briefly; long tool output keeps
-its head and its tail (where a failing build or test run says what went wrong) with a note
-saying how much was cut between them. ``attachment`` lines, where current Claude Code stores
-hook feedback (a hook's blocking error, its additional context) and queued user input, are
-shown; a hook's reason that Claude Code relays to the agent as a (meta) user turn is
-labelled as hook feedback, not as the user's words, and its blocking-error attachment
-right after it is not shown twice; ``summary`` lines before the conversation's first
-message (Claude Code puts summaries of other sessions at the top of a resumed one) are
-labelled as such.
+(and number): who said what, which tools ran with which input, what they returned, in
+constant memory. Bookkeeping and progress noise are dropped; thinking is shown briefly;
+long tool output keeps its head and its tail (where a failing build says what went wrong)
+with a note saying how much was cut. ``attachment`` lines (hook feedback, queued user
+input) are shown. User rows that are not the user's words are labelled for what they are:
+a hook's reason Claude Code relays to the agent (its blocking-error attachment right after
+it is not shown twice), a background task's notification, a subagent's task from its
+parent agent; ``summary`` lines before the first message (of other sessions) too.
 
 The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state` /
 :meth:`ClaudeCodeRenderer.from_state`), so a later Stop can go on from where an earlier one
@@ -31,7 +28,14 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
-from judge.integrations.claude_code_text import block_text, clip, hook_feedback, labelled, one_line
+from judge.integrations.claude_code_text import (
+    block_text,
+    clip,
+    hook_feedback,
+    labelled,
+    one_line,
+    user_label,
+)
 
 #: Lines kept from the start of one tool result.
 TOOL_RESULT_HEAD_LINES = 15
@@ -142,7 +146,9 @@ class ClaudeCodeRenderer:
         if not isinstance(obj, dict):
             return []
         out: list[str] = []
-        if not self._header_done and obj.get("sessionId"):
+        # Not from queue-operation lines (2.1.332 starts with them): no version, no cwd.
+        conversation = obj.get("type") in ("user", "assistant", "system", "attachment")
+        if not self._header_done and obj.get("sessionId") and (conversation or obj.get("version")):
             self._header_done = True
             version = f" · Claude Code {obj['version']}" if obj.get("version") else ""
             cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
@@ -239,7 +245,7 @@ class ClaudeCodeRenderer:
             # A hook's reason relayed to the agent as a user turn: not the user's words.
             self._last_feedback = feedback
             return list(labelled(f"{prefix}HOOK FEEDBACK (relayed to the agent)", block_text(content)))
-        label = f"{prefix}USER (meta)" if obj.get("isMeta") else f"{prefix}USER"
+        label = user_label(obj, prefix)
         if isinstance(content, str):
             return list(labelled(label, content))
         out: list[str] = []
