@@ -3,6 +3,7 @@ resource document) validated into a :class:`~judge.config.CustomAgent`."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -28,6 +29,22 @@ def agent_properties(agent: CustomAgent) -> dict[str, Any]:
     props = agent.model_dump(mode="json", by_alias=True, exclude_none=True)
     hooks = props.get("hooks") or {}
     props["hooks"] = {event: entries for event, entries in hooks.items() if entries}
+    cleaned: dict[str, Any] = without_command_defaults(props)
+    return cleaned
+
+
+def without_command_defaults(props: Any) -> Any:
+    """A copy of stored properties without the command-only defaults (``cwd``, ``env``) that
+    were once stored on prompt hooks too, where validation refuses them."""
+    props = copy.deepcopy(props)
+    hooks = props.get("hooks") if isinstance(props, dict) else None
+    for entries in hooks.values() if isinstance(hooks, dict) else ():
+        for hook in entries if isinstance(entries, list) else ():
+            if isinstance(hook, dict) and hook.get("type") == "prompt":
+                if hook.get("cwd") == "temp":
+                    hook.pop("cwd")
+                if hook.get("env") == []:
+                    hook.pop("env")
     return props
 
 

@@ -22,7 +22,13 @@ from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError, StateUnavailable
 from judge.gate import Gate
 from judge.log_buffer import BufferedLog
-from judge.server_agents import AGENT_NAME, agent_from_document, agent_properties, check_name
+from judge.server_agents import (
+    AGENT_NAME,
+    agent_from_document,
+    agent_properties,
+    check_name,
+    without_command_defaults,
+)
 from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
 from judge.server_files import (
     confine_path,
@@ -258,7 +264,7 @@ class Service:
         if cached is not None and cached[0] == stored:
             return cached[1]
         try:
-            agent = validate_custom_agent(stored.get("properties"))
+            agent = validate_custom_agent(without_command_defaults(stored.get("properties")))
         except ConfigError as exc:
             raise ApiError(500, f"stored custom agent {agent_name!r} is invalid", exc.problems) from None
         engine = Engine(self.settings.config.with_custom_agent(agent_name, agent), judge=self.judge)

@@ -1,5 +1,6 @@
-"""A custom agent whose hooks the service cannot look up (state store down) is never judged
-without them: as last seen by this process, else 503 - not an allow with no hooks."""
+"""Custom agents registered over HTTP are judged with their hooks: prompt hooks too (they
+were once stored with command-only defaults that made every call a 500), and, when the
+state store is down, as last seen by this process, else 503 - never an allow without them."""
 
 from __future__ import annotations
 
@@ -51,3 +52,29 @@ def test_an_agent_never_seen_is_a_503_with_the_reason(tmp_path: Path) -> None:
         answer.json()["error"]
         == "custom agent 'ops' could not be looked up: state database: connection refused"
     )
+
+
+def test_an_agent_with_a_prompt_hook_is_judged_after_it_is_stored(tmp_path: Path) -> None:
+    service = client(tmp_path)
+    agent = {
+        "name": "reviewer",
+        "properties": {
+            "hooks": {"Stop": [{"type": "prompt", "prompt": "Done? $ARGUMENTS", "model": "fake:allow"}]}
+        },
+    }
+    assert service.put("/api/v2/extendedAgent/agents/reviewer", json=agent).status_code == 202
+    stored = service.get("/api/v2/extendedAgent/agents/reviewer").json()
+    assert "cwd" not in stored["properties"]["hooks"]["Stop"][0]
+    answer = service.post("/api/v2/hooks/Stop", json={"final_output": "done", "agent_name": "reviewer"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["hooks"][0]["level"] == "custom" and answer.json()["decision"] == "allow"
+
+
+def test_an_agent_stored_with_the_old_command_defaults_on_a_prompt_hook_still_works(tmp_path: Path) -> None:
+    service = client(tmp_path)
+    hook = {"type": "prompt", "prompt": "Done? $ARGUMENTS", "model": "fake:allow", "cwd": "temp", "env": []}
+    store = service.app.state.service.store  # type: ignore[attr-defined]
+    store.put_agent("legacy", {"name": "legacy", "properties": {"hooks": {"Stop": [hook]}}})
+    answer = service.post("/api/v2/hooks/Stop", json={"final_output": "done", "agent_name": "legacy"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["hooks"][0]["level"] == "custom"
