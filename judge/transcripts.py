@@ -34,6 +34,8 @@ SNIFF_BYTES = 64 * 1024
 SNIFF_LINES = 50
 #: Whole-document JSON is parsed in memory; larger documents are treated as text.
 MAX_JSON_BYTES = 200 * 1024 * 1024
+#: What a transcript line (or document) nested too deeply to render is shown as.
+TOO_DEEP = "[a transcript entry nested too deeply to render was left out]"
 #: Longer lines are read in pieces of this size (each rendered as text), so one huge
 #: line cannot fill memory.
 MAX_LINE_BYTES = 16 << 20
@@ -64,7 +66,7 @@ def detect_format(path: Path) -> Format:
     for line in complete[:SNIFF_LINES]:
         try:
             parsed.append(json.loads(line))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             parsed.append(None)
     objects = [obj for obj in parsed if isinstance(obj, dict)]
     one_document = len(lines) == 1 and len(raw) < SNIFF_BYTES
@@ -76,7 +78,7 @@ def detect_format(path: Path) -> Format:
         try:
             with open_regular(path, "transcript") as handle:
                 json.loads(handle.read(MAX_JSON_BYTES + 1))
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return "text"
         return "json"
     return "text"
@@ -197,15 +199,22 @@ def render_jsonl_lines(lines: Iterable[str]) -> Iterator[str]:
         except json.JSONDecodeError:
             yield text
             continue
-        message = obj.get("message") if isinstance(obj, dict) else None
-        if isinstance(obj, dict) and "role" in obj:
-            index += 1
-            yield from render_message(obj, index)
-        elif isinstance(message, dict) and "role" in message:
-            index += 1
-            yield from render_message(message, index)
-        else:
-            yield _dump(obj)
+        except RecursionError:
+            yield TOO_DEEP
+            continue
+        try:
+            message = obj.get("message") if isinstance(obj, dict) else None
+            if isinstance(obj, dict) and "role" in obj:
+                index += 1
+                rendered = list(render_message(obj, index))
+            elif isinstance(message, dict) and "role" in message:
+                index += 1
+                rendered = list(render_message(message, index))
+            else:
+                rendered = [_dump(obj)]
+        except (RecursionError, ValueError):  # json.dumps: "Maximum ... depth exceeded"
+            rendered = [TOO_DEEP]
+        yield from rendered
 
 
 def _file_lines(path: Path) -> Iterator[str]:
@@ -221,8 +230,12 @@ def render_lines(path: Path, fmt: Format | None = None) -> Iterator[str]:
             yield line.rstrip("\n")
     elif fmt == "json":
         with open_regular(path, "transcript") as handle:
-            data = json.loads(handle.read(MAX_JSON_BYTES + 1))
-        yield from render_json_document(data)
+            raw = handle.read(MAX_JSON_BYTES + 1)
+        try:
+            document = list(render_json_document(json.loads(raw)))
+        except (RecursionError, ValueError):
+            document = [TOO_DEEP]
+        yield from document
     elif fmt == "claude-code":
         try:
             from judge.integrations.claude_code_transcript import render_claude_code_lines

@@ -124,3 +124,32 @@ def test_removing_a_private_transcript_removes_its_rendered_copy(tmp_path):
     remove_private(source)
     assert not source.exists() and not rendered.exists()
     remove_private(source)  # already gone: nothing to do, no error
+
+
+def _deep(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_a_line_nested_too_deeply_is_left_out_and_the_rest_is_rendered(tmp_path):
+    # An agent controls its tool inputs: one nested at will must not stop the judge reading.
+    lines = [
+        {"type": "user", "sessionId": "s", "message": {"role": "user", "content": "Fix it"}},
+        '{"type": "assistant", "sessionId": "s", "message": {"role": "assistant", "content": ['
+        '{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"x": ' + _deep(5000) + "}}]}}",
+        {"type": "assistant", "sessionId": "s", "message": {"role": "assistant", "content": "TODO later"}},
+    ]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+    assert list(render_lines(path)) == [
+        "=== Claude Code session s ===",
+        "USER: Fix it",
+        "[line 2: nested too deeply to render, skipped]",
+        "ASSISTANT: TODO later",
+    ]
+    generic = tmp_path / "generic.jsonl"
+    generic.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n" + _deep(5000) + "\n")
+    rendered = list(render_lines(generic))
+    assert (
+        rendered[0] == "[1] user:"
+        and rendered[-1] == "[a transcript entry nested too deeply to render was left out]"
+    )

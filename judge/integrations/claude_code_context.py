@@ -47,7 +47,7 @@ def subagent_final_text(jsonl: Path, agent_id: str | None) -> str | None:
             for raw in src:
                 try:
                     obj = json.loads(raw)
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
                     continue
                 if not isinstance(obj, dict) or obj.get("type") != "assistant" or not obj.get("isSidechain"):
                     continue

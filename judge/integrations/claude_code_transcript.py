@@ -1,14 +1,13 @@
 """Claude Code JSONL transcripts rendered as readable text, one line at a time.
 
 Claude Code writes one JSON object per line to ``~/.claude/projects/<dir>/<session>.jsonl``:
-``user`` / ``assistant`` messages (content blocks ``text``, ``thinking``, ``tool_use``,
-``tool_result``), ``summary`` lines, ``system`` lines (API errors, compaction boundaries,
-Stop-hook summaries), ``progress`` lines (hook and bash progress, the messages of a running
-subagent), plus bookkeeping (``file-history-snapshot``, ``queue-operation``).
+``user`` / ``assistant`` messages (content blocks), ``summary``, ``system`` (API errors,
+compactions, Stop-hook summaries) and ``progress`` lines, plus bookkeeping.
 
 :func:`render_claude_code_lines` turns that stream into plain text lines a judge can read
 (and number): who said what, which tools ran with which input, what they returned, in
-constant memory. Bookkeeping and progress noise are dropped; thinking is shown briefly;
+constant memory (a line nested too deeply is skipped with a note). Bookkeeping and
+progress noise are dropped; thinking is shown briefly;
 long tool output keeps its head and its tail (where a failing build says what went wrong)
 with a note saying how much was cut. ``attachment`` lines (hook feedback, queued user
 input) are shown. User rows that are not the user's words are labelled for what they are:
@@ -16,9 +15,8 @@ a hook's reason Claude Code relays to the agent (its blocking-error attachment r
 it is not shown twice), a background task's notification, a subagent's task from its
 parent agent; ``summary`` lines before the first message (of other sessions) too.
 
-The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state` /
-:meth:`ClaudeCodeRenderer.from_state`), so a later Stop can go on from where an earlier one
-stopped reading (see :mod:`judge.integrations.claude_code_render_cache`).
+The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state`), so a later Stop goes
+on where an earlier one stopped (:mod:`judge.integrations.claude_code_render_cache`).
 """
 
 from __future__ import annotations
@@ -141,19 +139,21 @@ class ClaudeCodeRenderer:
             return []
         try:
             obj = json.loads(raw)
+            rendered = self._render(obj) if isinstance(obj, dict) else []
         except json.JSONDecodeError:
             return [f"[line {self.line_number}: not JSON, skipped]"]
+        except (RecursionError, ValueError):  # an agent's tool input can be nested at will
+            return [f"[line {self.line_number}: nested too deeply to render, skipped]"]
         if not isinstance(obj, dict):
             return []
         out: list[str] = []
-        # Not from queue-operation lines (2.1.332 starts with them): no version, no cwd.
-        conversation = obj.get("type") in ("user", "assistant", "system", "attachment")
+        conversation = obj.get("type") in ("user", "assistant", "system", "attachment")  # has version, cwd
         if not self._header_done and obj.get("sessionId") and (conversation or obj.get("version")):
             self._header_done = True
             version = f" · Claude Code {obj['version']}" if obj.get("version") else ""
             cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
             out.append(f"=== Claude Code session {obj['sessionId']}{version}{cwd} ===")
-        out.extend(self._render(obj))
+        out.extend(rendered)
         if obj.get("type") in ("user", "assistant"):
             self._conversation_started = True
         return out
