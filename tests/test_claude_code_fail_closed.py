@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,18 @@ def test_install_over_a_hooks_event_that_is_not_a_list_says_what_to_fix(tmp_path
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert '"hooks.PreToolUse" is not a JSON array of matcher groups' in proc.stderr
     assert json.loads(settings.read_text()) == {"hooks": {"PreToolUse": {"a": 1}}}  # untouched
+
+
+def test_a_huge_transcript_without_newlines_does_not_outlive_the_deadline(tmp_path: Path) -> None:
+    transcript = tmp_path / "session.jsonl"
+    with transcript.open("wb") as out:
+        out.truncate(1 << 30)  # 1 GiB, sparse: one line that never ends
+    payload = {"hook_event_name": "Stop", "session_id": "s", "transcript_path": str(transcript)}
+    payload["last_assistant_message"] = "Done."
+    started = time.monotonic()
+    out, _ = claude_code(tmp_path, STOP_BLOCKING, payload, "--timeout", "2")
+    assert time.monotonic() - started < 15
+    assert out == {
+        "decision": "block",
+        "reason": "Hook error: judge did not finish within its --timeout of 2 s",
+    }

@@ -121,15 +121,15 @@ async def test_an_unreadable_transcript_is_told_with_the_reason(
 ) -> None:
     import contextlib
 
-    import judge.integrations.claude_code as adapter
+    import judge.integrations.claude_code_render_cache as render_cache
     from judge.integrations.claude_code_render_cache import RenderError
 
     @contextlib.contextmanager
-    def unreadable(source: Path | None, cache_dir: Path | None) -> Iterator[tuple[None, None]]:
+    def unreadable(source: Path | None, cache_dir: Path | None, cancel: Any) -> Iterator[tuple[None, None]]:
         raise RenderError(f"cannot read transcript {source}: [Errno 13] Permission denied")
         yield None, None
 
-    monkeypatch.setattr(adapter, "rendered_transcript", unreadable)
+    monkeypatch.setattr(render_cache, "rendered_transcript", unreadable)
     session = tmp_path / "session.jsonl"
     session.write_text("{}\n")
     config = hooks({"prompt": "Done? $ARGUMENTS", "model": "fake:block:Not done."})

@@ -148,3 +148,82 @@ def test_old_entries_are_pruned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
             os.utime(meta, (st.st_atime - 10, st.st_mtime - 10))
     assert len(list(cache_dir.glob("*.json"))) == 3
     assert len(list(cache_dir.glob("*.txt"))) == 3
+
+
+def test_a_line_too_long_to_keep_is_skipped_with_a_note_and_the_count_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "MAX_LINE_BYTES", 300)
+    monkeypatch.setattr(cache, "_READ_CHUNK", 64)  # the long line spans many reads
+    src, cache_dir = tmp_path / "s.jsonl", tmp_path / "cache"
+    huge = json.dumps({"type": "user", "message": {"content": "x" * 5000}})
+    write(src, [line(0), huge, line(1)])
+    text, last, _ = render_text(src, cache_dir)
+    assert text.splitlines()[1:] == [
+        "USER: ask 0",
+        "[line 2: longer than 300 bytes, skipped]",
+        "ASSISTANT: answer 1",
+    ]
+    write(src, [line(3)], mode="a")  # the offset after the long line is right: it goes on
+    text, last, _ = render_text(src, cache_dir)
+    assert text.splitlines()[-1] == "ASSISTANT: answer 3" and last == "answer 3"
+
+
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_cancelled_render_stops_and_leaves_no_file(tmp_path: Path, cached: bool) -> None:
+    import tempfile
+    import threading
+
+    src = tmp_path / "s.jsonl"
+    write(src, [line(i) for i in range(10)])
+    cancel = threading.Event()
+    cancel.set()
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    original = tempfile.tempdir
+    tempfile.tempdir = str(temp)
+    try:
+        with (
+            pytest.raises(cache.RenderCancelled),
+            rendered_transcript(src, tmp_path / "cache" if cached else None, cancel),
+        ):
+            pass
+    finally:
+        tempfile.tempdir = original
+    assert list(temp.iterdir()) == []
+
+
+async def test_rendering_leaves_the_event_loop_free_and_stops_when_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import contextlib
+    import threading
+    import time
+
+    entered, exited = threading.Event(), threading.Event()
+
+    @contextlib.contextmanager
+    def slow(jsonl: Any, cache_dir: Any, cancel: threading.Event) -> Any:
+        entered.set()
+        cancel.wait(30)  # a render that only stops when asked
+        try:
+            raise cache.RenderCancelled("stopped")
+            yield None, None
+        finally:
+            exited.set()
+
+    monkeypatch.setattr(cache, "rendered_transcript", slow)
+
+    async def judged() -> None:
+        async with cache.rendering(tmp_path / "s.jsonl", None):
+            raise AssertionError("not reached")
+
+    task = asyncio.create_task(judged())
+    while not entered.is_set():
+        await asyncio.sleep(0.01)  # the loop runs while the render does
+    started = time.monotonic()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert time.monotonic() - started < 2 and exited.is_set()

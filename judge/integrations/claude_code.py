@@ -81,7 +81,7 @@ from judge.integrations.claude_code_protocol import (
     RewriteMode,
     parse_input,
 )
-from judge.integrations.claude_code_render_cache import RenderError, rendered_transcript
+from judge.integrations.claude_code_render_cache import RenderError, rendering
 from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
 from judge.llm.providers.features_memo import remembering
 from judge.validation import runnable
@@ -142,7 +142,7 @@ async def handle(
     unread = None if source is None or source.is_file() else f"transcript {source} not found"
     try:
         try:
-            with rendered_transcript(source, cache_dir) as (transcript, last_text):
+            async with rendering(source, cache_dir) as (transcript, last_text):
                 context = build_context(hook_input, transcript, last_text)
                 decision = await gate.decide(
                     event, context, session_id=key, new_loop=new_loop, stop_hook_active=active

@@ -26,14 +26,16 @@ Claude Code folder, with the same owner-only permissions.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import hashlib
 import json
 import os
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +57,20 @@ class RenderError(OSError):
     """The transcript could not be read."""
 
 
+class RenderCancelled(Exception):
+    """The render was asked to stop (the hook's deadline passed, or a signal came)."""
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _render_whole(src: Path, out_fd: int) -> str | None:
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise RenderCancelled("rendering the transcript was cancelled")
+
+
+def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None) -> str | None:
     """Render all of ``src`` into ``out_fd``; return the last assistant text."""
     renderer = ClaudeCodeRenderer()
     with (
@@ -67,6 +78,7 @@ def _render_whole(src: Path, out_fd: int) -> str | None:
         open_regular(src, "transcript") as handle,
     ):
         for raw in text_lines(handle, MAX_LINE_BYTES):
+            _check(cancel)
             for line in renderer.feed(raw):
                 out.write(line)
                 out.write("\n")
@@ -74,12 +86,12 @@ def _render_whole(src: Path, out_fd: int) -> str | None:
 
 
 @contextlib.contextmanager
-def _temporary_render(src: Path) -> Iterator[tuple[Path, str | None]]:
+def _temporary_render(src: Path, cancel: threading.Event | None = None) -> Iterator[tuple[Path, str | None]]:
     fd, name = tempfile.mkstemp(prefix="judge-claude-code-", suffix=".txt")
     path = Path(name)
     try:
         try:
-            last = _render_whole(src, fd)
+            last = _render_whole(src, fd, cancel)
         except OSError as exc:
             raise RenderError(f"cannot read transcript {src}: {exc}") from exc
         yield path, last
@@ -139,10 +151,13 @@ def _resume(
     return ClaudeCodeRenderer(), 0, 0
 
 
-def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, bool]:
+def _update(
+    entry: _Entry, src: Path, identity: list[Any], cancel: threading.Event | None = None
+) -> tuple[str | None, bool]:
     """Bring ``entry`` up to date with ``src``; return (last assistant text, complete).
 
-    ``complete`` is False when the transcript ends with a line that has no newline yet.
+    ``complete`` is False when the transcript ends with a line that has no newline yet. A
+    line longer than ``MAX_LINE_BYTES`` is skipped with a note (never held in memory).
     """
     with open_regular(src, "transcript") as handle:
         src_fd = handle.fileno()
@@ -154,14 +169,25 @@ def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, 
             text.truncate(text_size)  # drops what a crashed update left beyond the metadata
             text.seek(text_size)
             handle.seek(offset)
-            pending = b""
+            pending = b""  # the start of the line being read
+            too_long = 0  # bytes of it read so far, once it is too long to keep
             while chunk := handle.read(_READ_CHUNK):
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()
+                _check(cancel)
+                *complete, tail = chunk.split(b"\n")
                 rendered: list[str] = []
-                for raw in lines:
-                    offset += len(raw) + 1
-                    rendered.extend(renderer.feed(raw.decode("utf-8", errors="replace")))
+                for piece in complete:
+                    offset += too_long + len(pending) + len(piece) + 1
+                    if too_long or len(pending) + len(piece) > MAX_LINE_BYTES:
+                        renderer.feed("")  # counts the line
+                        note = f"longer than {MAX_LINE_BYTES} bytes, skipped"
+                        rendered.append(f"[line {renderer.line_number}: {note}]")
+                    else:
+                        rendered.extend(renderer.feed((pending + piece).decode("utf-8", errors="replace")))
+                    pending, too_long = b"", 0
+                if too_long or len(pending) + len(tail) > MAX_LINE_BYTES:
+                    too_long, pending = too_long + len(pending) + len(tail), b""
+                else:
+                    pending += tail
                 if rendered:
                     text.write(("\n".join(rendered) + "\n").encode("utf-8"))
             text.flush()
@@ -177,7 +203,7 @@ def _update(entry: _Entry, src: Path, identity: list[Any]) -> tuple[str | None, 
                 "renderer": renderer.state(),
             }
         )
-    return renderer.last_assistant_text, not pending
+    return renderer.last_assistant_text, not pending and not too_long
 
 
 def _prune(cache_dir: Path, keep: str) -> None:
@@ -200,20 +226,21 @@ def _prune(cache_dir: Path, keep: str) -> None:
 
 @contextlib.contextmanager
 def rendered_transcript(
-    jsonl: Path | None, cache_dir: Path | None = None
+    jsonl: Path | None, cache_dir: Path | None = None, cancel: threading.Event | None = None
 ) -> Iterator[tuple[Path | None, str | None]]:
     """Yield (readable transcript path, last assistant text) for Claude Code's ``jsonl``.
 
     With ``cache_dir``, rendering resumes where the last call for the same transcript
     stopped (see the module docstring); without, the transcript is rendered into a private
     temporary file that is removed on exit. Yields ``(None, None)`` when there is no
-    transcript; raises :class:`RenderError` when it cannot be read.
+    transcript; raises :class:`RenderError` when it cannot be read, and
+    :class:`RenderCancelled` soon after ``cancel`` is set (what it wrote is removed).
     """
     if jsonl is None or not jsonl.is_file():
         yield None, None
         return
     if cache_dir is None:
-        with _temporary_render(jsonl) as rendered:
+        with _temporary_render(jsonl, cancel) as rendered:
             yield rendered
         return
     try:
@@ -226,13 +253,13 @@ def rendered_transcript(
         lock_fd = os.open(entry.lock, os.O_RDWR | os.O_CREAT, 0o600)
     except OSError:
         # No usable cache folder: render without one.
-        with _temporary_render(jsonl) as rendered:
+        with _temporary_render(jsonl, cancel) as rendered:
             yield rendered
         return
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
         try:
-            last, complete = _update(entry, real, identity)
+            last, complete = _update(entry, real, identity, cancel)
         except OSError as exc:
             raise RenderError(f"cannot read transcript {jsonl}: {exc}") from exc
         fcntl.flock(lock_fd, fcntl.LOCK_UN)
@@ -241,7 +268,57 @@ def rendered_transcript(
         os.close(lock_fd)
     if not complete:
         # The last line is still being written: render the whole file privately instead.
-        with _temporary_render(jsonl) as rendered:
+        with _temporary_render(jsonl, cancel) as rendered:
             yield rendered
         return
     yield entry.text, last
+
+
+#: Longest wait, after a cancelled render, for it to stop and remove what it wrote.
+CANCEL_WAIT_SECONDS = 0.5
+
+
+@contextlib.asynccontextmanager
+async def rendering(
+    jsonl: Path | None, cache_dir: Path | None = None
+) -> AsyncIterator[tuple[Path | None, str | None]]:
+    """:func:`rendered_transcript` in a daemon thread, so the event loop stays free: a
+    deadline or a signal that cancels the hook call is served at once, the render stops at
+    its next chunk, and a render still running when the process exits does not hold it."""
+    cancel = threading.Event()
+    manager = rendered_transcript(jsonl, cache_dir, cancel)
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[tuple[Path | None, str | None]] = loop.create_future()
+    finished = threading.Event()
+    outcome: list[Any] = []
+
+    def deliver() -> None:
+        if future.done():
+            return
+        if isinstance(outcome[0], BaseException):
+            future.set_exception(outcome[0])
+        else:
+            future.set_result(outcome[0])
+
+    def enter() -> None:
+        try:
+            outcome.append(manager.__enter__())
+        except BaseException as exc:  # handed to the awaiting task
+            outcome.append(exc)
+        finished.set()
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(deliver)
+
+    threading.Thread(target=enter, name="judge-render", daemon=True).start()
+    try:
+        value = await future
+    except asyncio.CancelledError:
+        cancel.set()
+        finished.wait(CANCEL_WAIT_SECONDS)
+        if outcome and not isinstance(outcome[0], BaseException):
+            manager.__exit__(None, None, None)  # it finished after all: remove its files
+        raise
+    try:
+        yield value
+    finally:
+        manager.__exit__(None, None, None)
