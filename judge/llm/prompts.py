@@ -1,6 +1,7 @@
 """Rendering of prompt-hook templates (SPEC §5).
 
-A hook's ``prompt`` is a Jinja2 template, rendered in a sandbox with ``StrictUndefined``.
+A hook's ``prompt`` is a Jinja2 template, rendered in a sandbox with ``StrictUndefined``
+and resource limits (:mod:`judge.llm.template_limits`).
 It may ``{% include %}`` templates from the config file's folder and from the packaged
 prompt library (``completeness.j2``, ``investigation.j2``, ``evidence.j2``,
 ``format_marker.j2``; also reachable as ``prompts/<name>``). Includes never leave those
@@ -37,6 +38,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from judge.errors import HookError
+from judge.llm.template_limits import BoundedEnvironment, RangeBudget
 
 ARGUMENTS = "$ARGUMENTS"
 
@@ -117,7 +119,7 @@ def _loader(base_dir: Path | None, placeholder: str) -> jinja2.BaseLoader:
 
 
 def _environment(base_dir: Path | None, placeholder: str) -> SandboxedEnvironment:
-    return SandboxedEnvironment(
+    return BoundedEnvironment(
         loader=_loader(base_dir, placeholder),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -178,7 +180,8 @@ def render_prompt(
             compiled = env.from_string(template.replace(ARGUMENTS, placeholder))
         else:
             compiled = _compiled(template, base_dir)
-        rendered = compiled.render(variables)
+        with RangeBudget():
+            rendered = compiled.render(variables)
     except jinja2.TemplateSyntaxError as exc:
         where = f" in {exc.name}" if exc.name else ""
         raise HookError(f"prompt template error{where} at line {exc.lineno}: {exc.message}") from None

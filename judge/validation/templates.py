@@ -25,6 +25,7 @@ from judge.llm.prompts import (
     template_environment,
     template_variables,
 )
+from judge.llm.template_limits import BoundedEnvironment, RangeBudget
 
 #: Context fields callers may leave out (a template using them needs ``| default``).
 OPTIONAL_FIELDS: tuple[str, ...] = (
@@ -71,7 +72,7 @@ class SampleUndefined(jinja2.ChainableUndefined):
 def _sample_environment(base_dir: Path | None) -> SandboxedEnvironment:
     """The hook templates' environment (same loader) with :class:`SampleUndefined`."""
     shared = template_environment(base_dir)
-    return SandboxedEnvironment(
+    return BoundedEnvironment(
         loader=shared.loader,
         undefined=SampleUndefined,
         autoescape=False,
@@ -140,7 +141,8 @@ def _undefined_hint(name: str, event: str, variables: dict[str, Any]) -> str:
 
 
 def _render(template: jinja2.Template, context: dict[str, Any]) -> str:
-    return template.render(template_variables(context))
+    with RangeBudget():
+        return template.render(template_variables(context))
 
 
 def template_problems(
@@ -163,6 +165,8 @@ def template_problems(
             return [], []
         hint = _undefined_hint(match.group(1), event, template_variables(full))
         return [f"{_place(exc, base_dir)}: {message}{hint}"], []
+    except jinja2.exceptions.SecurityError as exc:  # a resource limit: any context hits it
+        return [f"{_place(exc, base_dir)}: {exc}"], []
     except Exception as exc:  # e.g. IndexError from the sample data: other data may pass
         where = _place(exc, base_dir)
         problem = f"{type(exc).__name__}: {exc}"
