@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.decision import Decision
-from judge.files import open_regular
+from judge.files import load_json, open_regular
 from judge.log_table import LogTable, iter_log
 
 _log = logging.getLogger("judge.audit")
@@ -70,8 +70,8 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
-            except ValueError:
+                record = load_json(raw)
+            except ValueError:  # torn, or nested too deeply
                 record = None
             if isinstance(record, dict):
                 yield record

@@ -94,7 +94,10 @@ def parse_context(event: str, data: Any) -> HookContext:
 
 def context_json(ctx: HookContext) -> dict[str, Any]:
     """The JSON object hooks receive (unknown fields kept, None-valued optionals dropped)."""
-    data = ctx.model_dump(mode="json")
+    try:
+        data = ctx.model_dump(mode="json")
+    except ValueError as exc:  # pydantic's "Maximum serialization depth exceeded"
+        raise ContextError(f"context is nested too deeply to be judged ({exc})") from None
     optional = {k for k, f in type(ctx).model_fields.items() if k != "tool_result" and f.default is None}
     return {k: v for k, v in data.items() if v is not None or k not in optional}
 

@@ -7,17 +7,21 @@ with ``O_NONBLOCK`` (so a FIFO cannot block the open), checks with ``fstat`` on 
 descriptor it got (no race with a rename) that it is a regular file, and only then
 reads, with a byte limit where the whole file is loaded. Anything else is a
 :class:`NotARegularFile` error, an ``OSError`` with a readable message.
+
+Such documents are often JSON: :func:`load_json` parses them, raising JSON nested past
+the parser's recursion limit as :class:`NestedTooDeeply` (a ``ValueError``).
 """
 
 from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 #: Largest config, suite, context or other document loaded whole (transcripts are
 #: streamed, never loaded whole, and have no such limit).
@@ -59,6 +63,22 @@ class FileTooLarge(RefusedFile):
 
     def __init__(self, path: str | Path, what: str, limit: int) -> None:
         super().__init__(errno.EFBIG, path, f"{what} {path} is larger than {limit} bytes")
+
+
+class NestedTooDeeply(ValueError):
+    """JSON nested deeper than the parser can follow (``json.loads`` hit the recursion limit)."""
+
+    def __init__(self) -> None:
+        super().__init__("JSON is nested too deeply")
+
+
+def load_json(text: str | bytes) -> Any:
+    """``json.loads(text)``, with input nested too deeply raised as :class:`NestedTooDeeply`
+    (a ``ValueError``) instead of a ``RecursionError``."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise NestedTooDeeply() from None
 
 
 def open_regular(path: str | Path, what: str = "file") -> BinaryIO:

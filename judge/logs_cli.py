@@ -35,14 +35,25 @@ def add_logs_parser(sub: Any) -> None:
     p.set_defaults(func=logs_main)
 
 
+class _Unreadable(Exception):
+    """A log file of the data dir cannot be read (a FIFO, a device, no permission...)."""
+
+
 def _from_files(data_dir: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
     from judge.audit import read_jsonl
+    from judge.files import RefusedFile
 
     position = 0
     for name in _FILES.get(kind, (f"{kind}.jsonl",)):
-        for record in read_jsonl(data_dir / name):
-            position += 1
-            yield position, record
+        path = data_dir / name
+        try:
+            for record in read_jsonl(path):
+                position += 1
+                yield position, record
+        except OSError as exc:  # from reading only: stdout is written outside this generator
+            raise _Unreadable(
+                str(exc) if isinstance(exc, RefusedFile) else f"cannot read {path}: {exc}"
+            ) from None
 
 
 def _say(message: str) -> None:
@@ -94,7 +105,7 @@ def logs_main(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
             count, last = count + 1, row_id
         sys.stdout.flush()
-    except StateUnavailable as exc:
+    except (StateUnavailable, _Unreadable) as exc:
         _say(str(exc))
         return 1
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import ConfigError, ContextError
+from judge.files import MAX_DOCUMENT_BYTES, NestedTooDeeply, load_json, read_text
 
 
 def _err(msg: str) -> None:
@@ -28,17 +29,23 @@ def add_run_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_run)
 
 
+def _read_stdin() -> str:
+    """The context on stdin, refused beyond the limit of a context file (UTF-8 length)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ContextError("no context: pass --context FILE or pipe the context JSON on stdin")
+    text = sys.stdin.read(MAX_DOCUMENT_BYTES + 1)
+    if len(text) > MAX_DOCUMENT_BYTES // 4 and len(text.encode("utf-8", "replace")) > MAX_DOCUMENT_BYTES:
+        raise ContextError(f"the context on stdin is larger than {MAX_DOCUMENT_BYTES} bytes")
+    return text
+
+
 def _read_context(path: str | None) -> Any:
     try:
         if path is not None:
-            from judge.files import read_text
-
             text = read_text(path, "context file")
             source = path
         else:
-            if sys.stdin is None or sys.stdin.isatty():
-                raise ContextError("no context: pass --context FILE or pipe the context JSON on stdin")
-            text = sys.stdin.read()
+            text = _read_stdin()
             source = "stdin"
     except UnicodeDecodeError as exc:
         raise ContextError(f"context is not UTF-8 text: {exc}") from None
@@ -47,11 +54,13 @@ def _read_context(path: str | None) -> Any:
     if not text.strip():
         raise ContextError(f"no context JSON on {source}")
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError as exc:
         raise ContextError(
             f"malformed context JSON in {source} at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
+    except NestedTooDeeply:
+        raise ContextError(f"the context JSON in {source} is nested too deeply") from None
 
 
 def _memo_path(args: argparse.Namespace) -> Path | None:

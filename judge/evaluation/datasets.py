@@ -25,7 +25,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from judge.files import read_text
+import yaml
+
+from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
 from judge.transcripts import render_json_document
 
 #: Largest dataset file loaded (they are parsed whole).
@@ -75,13 +77,17 @@ class DatasetError(Exception):
 
 def _load_list(source: Path) -> list[Any]:
     try:
-        data = json.loads(read_text(source, "dataset file", limit=MAX_DATASET_BYTES))
+        data = load_json(read_text(source, "dataset file", limit=MAX_DATASET_BYTES))
     except FileNotFoundError:
         raise DatasetError(f"{source}: file not found") from None
+    except RefusedFile as exc:
+        raise DatasetError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{source}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{source}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
+    except NestedTooDeeply:
+        raise DatasetError(f"{source}: the JSON is nested too deeply") from None
     if not isinstance(data, list):
         raise DatasetError(f"{source}: expected a JSON list of items, got {type(data).__name__}")
     return data
@@ -196,10 +202,9 @@ def write_suite(
     if not agent.exists():
         agent.write_text(agent_yaml, encoding="utf-8")
     suite = out / "suite.yaml"
-    suite.write_text(
-        f"name: {name}\nconfig: agent.yaml\nevent: {event}\ncases: cases.jsonl\nrepeats: 1\n",
-        encoding="utf-8",
-    )
+    fields = {"name": name, "config": "agent.yaml", "event": event, "cases": "cases.jsonl", "repeats": 1}
+    # the name comes from the source file's name: dumped, so any characters stay one string
+    suite.write_text(yaml.safe_dump(fields, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return suite
 
 
@@ -231,9 +236,16 @@ def convert_shadow(
     if not config:
         raise DatasetError("shadow: --config CONFIG is needed (the hooks the suite judges with)")
     try:
-        agent_yaml = Path(config).read_text(encoding="utf-8")
+        agent_yaml = read_text(config, "config file")
+    except FileNotFoundError:
+        raise DatasetError(f"{config}: file not found") from None
+    except RefusedFile as exc:
+        raise DatasetError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{config}: cannot read: {exc}") from None
+    try:
         cases = shadow_cases(Path(source), event, limit)
-    except (OSError, ShadowLogError) as exc:
+    except ShadowLogError as exc:
         raise DatasetError(str(exc)) from None
     return write_suite(Path(out), f"shadow-{event}", cases, agent_yaml, event)
 

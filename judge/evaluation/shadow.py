@@ -14,15 +14,42 @@ reasons) and no label. People label some cases (``"label": "allow" | "block"``),
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from judge.config import EVENTS
+from judge.files import FileTooLarge, RefusedFile, load_json, open_regular
+
+#: Largest shadow log read (the same limit as the other dataset files).
+MAX_SHADOW_LOG_BYTES = 1 << 30
 
 
 class ShadowLogError(Exception):
     """The shadow log cannot be converted."""
+
+
+def _records(source: Path) -> Iterator[tuple[int, Any]]:
+    """Each line's number and JSON value (``None`` for a line that is not JSON, such as one
+    cut short by a crash), up to :data:`MAX_SHADOW_LOG_BYTES` in all."""
+    left = MAX_SHADOW_LOG_BYTES
+    try:
+        with open_regular(source, "shadow log") as handle:
+            number = 0
+            while raw := handle.readline(left + 1):
+                left -= len(raw)
+                if left < 0:
+                    raise FileTooLarge(source, "shadow log", MAX_SHADOW_LOG_BYTES)
+                number += 1
+                try:
+                    record = load_json(raw.decode("utf-8", errors="replace"))
+                except ValueError:
+                    record = None
+                yield number, record
+    except RefusedFile as exc:
+        raise ShadowLogError(str(exc)) from None
+    except OSError as exc:
+        raise ShadowLogError(f"cannot read {source}: {exc}") from None
 
 
 def shadow_cases(source: Path, event: str, limit: int | None = None) -> list[dict[str, Any]]:
@@ -31,15 +58,7 @@ def shadow_cases(source: Path, event: str, limit: int | None = None) -> list[dic
         raise ShadowLogError(f"unknown event {event!r} (expected one of {', '.join(EVENTS)})")
     cases: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    try:
-        lines = source.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise ShadowLogError(f"cannot read {source}: {exc}") from None
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a crash
+    for number, record in _records(source):
         if not isinstance(record, dict) or record.get("event") != event:
             continue
         shadow = [h for h in record.get("shadow") or [] if isinstance(h, dict)]

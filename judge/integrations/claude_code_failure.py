@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import sys
 from typing import Any
 
@@ -33,6 +32,7 @@ from judge.integrations.claude_code_protocol import (
     ClaudeCodeInput,
     InputError,
     RewriteMode,
+    head_fields,
 )
 from judge.validation import runnable
 
@@ -134,16 +134,10 @@ def input_failure(exc: InputError, config_path: str | None) -> None:
     print(json.dumps(output, ensure_ascii=False))
 
 
-#: Where an oversized hook input still names its event and tool (Claude Code writes them
-#: before the tool's input and response).
-_HEAD_FIELD = re.compile(r'"(hook_event_name|tool_name)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
-
-
 def _too_big(text: str) -> InputError:
     """The error for an input over the size limit, with its event and tool when its first
     64 KiB name them (so that event's failMode can decide)."""
-    head = {name: value for name, value in _HEAD_FIELD.findall(text[: 64 * 1024])}
-    return InputError(f"hook input larger than {MAX_STDIN_BYTES} bytes", head or None)
+    return InputError(f"hook input larger than {MAX_STDIN_BYTES} bytes", head_fields(text))
 
 
 def checked_size(text: str) -> str:

@@ -180,7 +180,7 @@ def try_fast(argv: list[str]) -> tuple[int | None, str | None]:
         return None, text
     try:
         hook_input = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # the full adapter tells what is wrong
         return None, text
     if isinstance(hook_input, dict) and _nothing_to_do(index, hook_input):
         return 0, None

@@ -43,6 +43,7 @@ from typing import Any
 
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
+from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
 from judge.integrations.claude_code_protocol import CLAUDE_CODE_EVENTS, HANDLED_EVENTS, block_cap_warnings
 
 DEFAULT_CONFIG = Path(".claude") / "judge.yaml"
@@ -233,22 +234,32 @@ def merge(settings: dict[str, Any], entries: list[Entry]) -> tuple[dict[str, Any
     return out, notes
 
 
+def _too_deep(path: Path) -> str:
+    return f"{path} is nested too deeply; fix it by hand first, nothing was changed"
+
+
 def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
-    if not path.exists():
-        return "", {}
+    """The settings file's text and JSON object (``""``, ``{}`` when there is none); a FIFO,
+    a device or anything else than a regular file is refused."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "settings file")
+    except FileNotFoundError:
+        return "", {}
+    except RefusedFile as exc:
+        raise InstallError(f"{exc}; nothing was changed") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InstallError(f"cannot read {path}: {exc}") from None
     if not text.strip():
         return text, {}
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
         raise InstallError(
             f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "fix it by hand first, nothing was changed"
         ) from None
+    except NestedTooDeeply:
+        raise InstallError(_too_deep(path)) from None
     if not isinstance(data, dict):
         raise InstallError(f"{path} must hold a JSON object, got {type(data).__name__}")
     return text, data
@@ -289,11 +300,15 @@ def install(args: argparse.Namespace, project: Path) -> int:
         if not entries:
             print(f"{config_path} has no hooks Claude Code can run; registering nothing", file=sys.stderr)
     before, settings = read_settings(path)
-    merged, notes = merge(settings, entries)
-    after = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+    try:  # copying a value nested hundreds deep (it parsed) can still exceed the recursion limit
+        merged, notes = merge(settings, entries)
+        after = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+        unchanged = merged == settings
+    except RecursionError:
+        raise InstallError(_too_deep(path)) from None
     for note in notes:
         print(note, file=sys.stderr)
-    if merged == settings:
+    if unchanged:
         print(f"{path}: already up to date")
         return 0
     if args.dry_run:

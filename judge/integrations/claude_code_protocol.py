@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -153,6 +154,17 @@ class InputError(Exception):
         return name if isinstance(name, str) else None
 
 
+#: Where an input that cannot be parsed still names its event and tool (Claude Code writes
+#: them before the tool's input and response).
+_HEAD_FIELD = re.compile(r'"(hook_event_name|tool_name)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
+
+
+def head_fields(text: str) -> dict[str, Any] | None:
+    """``hook_event_name`` and ``tool_name`` as named in the first 64 KiB of ``text``."""
+    found = {name: value for name, value in _HEAD_FIELD.findall(text[: 64 * 1024])}
+    return found or None
+
+
 def parse_input(text: str) -> ClaudeCodeInput:
     """Validate the stdin JSON; raise :class:`InputError` with a readable message."""
     if not text.strip():
@@ -161,7 +173,9 @@ def parse_input(text: str) -> ClaudeCodeInput:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
-        raise InputError(f"hook input is not JSON ({where}: {exc.msg})") from None
+        raise InputError(f"hook input is not JSON ({where}: {exc.msg})", head_fields(text)) from None
+    except RecursionError:
+        raise InputError("hook input is nested too deeply to be read", head_fields(text)) from None
     if not isinstance(data, dict):
         raise InputError(f"hook input must be a JSON object, got {type(data).__name__}")
     try:
