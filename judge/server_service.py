@@ -209,13 +209,20 @@ class Service:
                 context["execution_summary"] = str(snapshot)
             # The gate runs the Stop rounds of one session one at a time (across replicas
             # too: StateStore.session_round).
+            agent_known = False
             try:
                 engine = await self._engine(context.get("agent_name"))
+                agent_known = True
                 gate = Gate(engine, self.store, self.audit)
                 decision = await gate.decide(event, context, transcript=path, session_id=session_id)
             except (StateUnavailable, SessionBusy) as exc:
                 self.metrics.state_error()
                 decision = fail_mode_decision(engine, event, context, str(exc))
+                if not agent_known and not decision.hooks:
+                    # No hook of the configuration applies, and the agent's own could not be
+                    # looked up: an allow here would judge nothing and say nothing.
+                    name = context.get("agent_name")
+                    raise ApiError(503, f"custom agent {name!r} could not be looked up: {exc}") from None
         except ContextError as exc:
             raise ApiError(400, str(exc)) from None
         finally:
@@ -253,12 +260,12 @@ class Service:
         try:
             stored = await asyncio.to_thread(self.store.get_agent, agent_name)
         except StateUnavailable as exc:
+            if cached is None:
+                raise  # the caller answers per failMode, or 503 when no hook applies
             # Judging without the agent's hooks would let through what they check.
             self.metrics.state_error()
-            if cached is not None:
-                _log.warning("custom agent %r judged as last seen: %s", agent_name, exc)
-                return cached[1]
-            raise ApiError(503, f"custom agent {agent_name!r} could not be looked up: {exc}") from None
+            _log.warning("custom agent %r judged as last seen: %s", agent_name, exc)
+            return cached[1]
         if stored is None:
             return self.engine
         if cached is not None and cached[0] == stored:

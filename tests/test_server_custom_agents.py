@@ -1,6 +1,7 @@
 """Custom agents registered over HTTP are judged with their hooks: prompt hooks too (they
 were once stored with command-only defaults that made every call a 500), and, when the
-state store is down, as last seen by this process, else 503 - never an allow without them."""
+state store is down, as last seen by this process, else per the failMode of the
+configuration's hooks, or 503 when none applies - never a silent allow without them."""
 
 from __future__ import annotations
 
