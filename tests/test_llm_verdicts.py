@@ -38,6 +38,7 @@ def test_a_verdict_that_ends_the_reply_counts(text, expected):
         '{"ok": true}\nWait - the tests actually failed, so this is incomplete.',
         "Looks done to me!",
         "",
+        '{"ok": true, "x": ' + "[" * 100_000,  # nested past the parser's limit: no verdict, no crash
     ],
 )
 def test_a_verdict_object_inside_prose_is_not_the_verdict(text):

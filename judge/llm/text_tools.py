@@ -139,28 +139,35 @@ def validate_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
     return f"bad arguments for {spec.name}: {'; '.join(problems)}. Arguments: {wanted}."
 
 
-def scan_json_objects(text: str, pick: Callable[[Any], T | None]) -> list[T]:
-    """What ``pick`` makes of the JSON values that start at a ``{`` in ``text``, in order.
+def scan_json_spans(text: str, pick: Callable[[Any], T | None]) -> list[tuple[T, int]]:
+    """What ``pick`` makes of the JSON values that start at a ``{`` in ``text``, in order,
+    each with the position just after its value.
 
     A value ``pick`` takes (not None) is skipped whole; inside one it refuses, the scan goes
     on at the next ``{`` (an object nested in prose or in another object is still found).
+    A value nested too deeply to decode counts as no value.
     """
     decoder = json.JSONDecoder()
-    found: list[T] = []
+    found: list[tuple[T, int]] = []
     position = text.find("{")
     while position != -1:
         try:
             obj, end = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             position = text.find("{", position + 1)
             continue
         picked = pick(obj)
         if picked is not None:
-            found.append(picked)
+            found.append((picked, end))
             position = text.find("{", end)
         else:
             position = text.find("{", position + 1)
     return found
+
+
+def scan_json_objects(text: str, pick: Callable[[Any], T | None]) -> list[T]:
+    """The values of :func:`scan_json_spans`, without their positions."""
+    return [value for value, _ in scan_json_spans(text, pick)]
 
 
 def find_text_tool_calls(text: str, specs: list[ToolSpec]) -> list[TextToolCall]:

@@ -17,11 +17,11 @@ rejection it would be an approval (SPEC: a rejection without a reason allows).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from judge.decision import answer_from_object
 from judge.errors import HookError
+from judge.llm.text_tools import scan_json_spans
 from judge.llm.truncated import cut_off_verdict
 
 #: What may follow a verdict object at the end of a reply.
@@ -41,30 +41,9 @@ def _as_verdict(obj: Any) -> Verdict | None:
     return answer.decision == "allow", reason or None, obj
 
 
-def _verdict_spans(text: str) -> list[tuple[Verdict, int]]:
-    """Every verdict object in ``text`` with the position just after it, in order (an
-    object inside another is found too, as in :func:`judge.llm.text_tools.scan_json_objects`)."""
-    decoder = json.JSONDecoder()
-    found: list[tuple[Verdict, int]] = []
-    position = text.find("{")
-    while position != -1:
-        try:
-            obj, end = decoder.raw_decode(text, position)
-        except json.JSONDecodeError:
-            position = text.find("{", position + 1)
-            continue
-        verdict = _as_verdict(obj)
-        if verdict is not None:
-            found.append((verdict, end))
-            position = text.find("{", end)
-        else:
-            position = text.find("{", position + 1)
-    return found
-
-
 def find_verdict_object(text: str) -> Verdict | None:
     """The verdict that ends ``text`` (see the module doc): (ok, reason, the object)."""
-    found = _verdict_spans(text)
+    found = scan_json_spans(text, _as_verdict)
     if not found:
         return None
     verdict, end = found[-1]
