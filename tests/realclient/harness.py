@@ -227,6 +227,22 @@ class ClaudeSession:
     def marker(self, name: str) -> Path:
         return self.markers / name
 
+    def install(self) -> dict[str, Any]:
+        """Write :attr:`judge_config` and run ``judge claude-code install`` in the project, as a
+        user would; the project settings it wrote."""
+        self.config_path.write_text(yaml.safe_dump(self.judge_config))
+        done = subprocess.run(
+            [sys.executable, "-m", "judge", "claude-code", "install", "--config", str(self.config_path)],
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        settings: dict[str, Any] = json.loads((self.project / ".claude" / "settings.json").read_text())
+        return settings
+
     def close(self) -> None:
         """Remove the folder shared with the hooks."""
         shutil.rmtree(self.shared, ignore_errors=True)

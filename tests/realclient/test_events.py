@@ -8,12 +8,9 @@ registered there.
 
 from __future__ import annotations
 
-import json
 import subprocess
-import sys
 
 import pytest
-import yaml
 
 from tests.realclient.harness import ClaudeSession, command_hook, record_context, recorded
 
@@ -34,17 +31,7 @@ def _git_init(session: ClaudeSession) -> None:
 def test_the_installer_keeps_worktree_sessions_working(session: ClaudeSession) -> None:
     _git_init(session)
     session.judge_config = {"hooks": {"Stop": [command_hook(record_context(session.markers, "stop"))]}}
-    session.config_path.write_text(yaml.safe_dump(session.judge_config))
-    install = subprocess.run(
-        [sys.executable, "-m", "judge", "claude-code", "install", "--config", str(session.config_path)],
-        cwd=session.project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert install.returncode == 0, install.stderr
-    settings = json.loads((session.project / ".claude" / "settings.json").read_text())
+    settings = session.install()
     assert "WorktreeCreate" not in settings["hooks"] and "WorktreeRemove" not in settings["hooks"]
     result = session.run("hello", [], extra_args=("--worktree", "judge-test"), settings=settings)
     assert result.returncode == 0, result.explain()

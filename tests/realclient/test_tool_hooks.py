@@ -28,12 +28,10 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.realclient.harness import (
     ClaudeSession,
@@ -279,17 +277,9 @@ def test_an_installed_policy_stays_closed_when_judge_cannot_start(
     """The installer's ``onFailure: "block"``: judge's interpreter gone (a deleted virtualenv),
     Claude Code itself denies the call; a policy that fails open lets it run."""
     hook = dict(DENIERS["command"], **({} if fails_closed else {"failMode": "allow"}))
-    session.config_path.write_text(yaml.safe_dump({"hooks": {"PreToolUse": [hook]}}))
-    install = subprocess.run(
-        [sys.executable, "-m", "judge", "claude-code", "install", "--config", str(session.config_path)],
-        cwd=session.project,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert install.returncode == 0, install.stderr
-    settings = json.loads((session.project / ".claude" / "settings.json").read_text())
+    session.judge_config = {"hooks": {"PreToolUse": [hook]}}
+    settings = session.install()
+    (session.project / ".claude" / "settings.json").unlink()  # only the broken entry below runs
     handler = settings["hooks"]["PreToolUse"][0]["hooks"][0]
     assert ("onFailure" in handler) is fails_closed
     handler["command"] = handler["command"].replace(sys.executable, str(session.tmp / "gone" / "python"), 1)
