@@ -75,15 +75,22 @@ class DatasetError(Exception):
     """The source file is missing or not in the expected shape."""
 
 
-def _load_list(source: Path) -> list[Any]:
+def _read(path: Path, what: str, limit: int | None = None) -> str:
+    """The text of a regular file, or a :class:`DatasetError` saying why not."""
     try:
-        data = load_json(read_text(source, "dataset file", limit=MAX_DATASET_BYTES))
+        return read_text(path, what) if limit is None else read_text(path, what, limit=limit)
     except FileNotFoundError:
-        raise DatasetError(f"{source}: file not found") from None
+        raise DatasetError(f"{path}: file not found") from None
     except RefusedFile as exc:
         raise DatasetError(str(exc)) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{source}: cannot read: {exc}") from None
+        raise DatasetError(f"{path}: cannot read: {exc}") from None
+
+
+def _load_list(source: Path) -> list[Any]:
+    text = _read(source, "dataset file", MAX_DATASET_BYTES)
+    try:
+        data = load_json(text)
     except json.JSONDecodeError as exc:
         raise DatasetError(f"{source}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
     except NestedTooDeeply:
@@ -235,14 +242,7 @@ def convert_shadow(
 
     if not config:
         raise DatasetError("shadow: --config CONFIG is needed (the hooks the suite judges with)")
-    try:
-        agent_yaml = read_text(config, "config file")
-    except FileNotFoundError:
-        raise DatasetError(f"{config}: file not found") from None
-    except RefusedFile as exc:
-        raise DatasetError(str(exc)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{config}: cannot read: {exc}") from None
+    agent_yaml = _read(Path(config), "config file")
     try:
         cases = shadow_cases(Path(source), event, limit)
     except ShadowLogError as exc:
