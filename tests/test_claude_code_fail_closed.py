@@ -143,3 +143,49 @@ def test_a_huge_transcript_without_newlines_does_not_outlive_the_deadline(tmp_pa
         "decision": "block",
         "reason": "Hook error: judge did not finish within its --timeout of 2 s",
     }
+
+
+def skill_command(command: str) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreSkillShellCommand",
+        "session_id": "s",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": "u1:inner:preamble-0",
+        "command_name": "deploy",
+        "command_source": "projectSettings",
+    }
+
+
+def test_a_skills_shell_command_is_judged_by_the_pre_tool_use_hooks(tmp_path: Path) -> None:
+    recorder = (
+        "hooks:\n  PreToolUse:\n    - type: command\n      matcher: Bash\n      script: |\n"
+        "        #!/usr/bin/env python3\n        import json, sys\n        ctx = json.load(sys.stdin)\n"
+        "        ok = 'rm ' not in ctx['tool_input']['command']\n"
+        "        seen = ctx['hook_event_name'] + ' ' + ctx['command_name'] + ' ' + ctx['command_source']\n"
+        "        print(json.dumps({'ok': ok, 'reason': 'no rm in skills (' + seen + ')'}))\n"
+    )
+    out, _ = claude_code(tmp_path, recorder, skill_command("rm -rf build"))
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreSkillShellCommand",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no rm in skills (PreToolUse deploy projectSettings)",
+        }
+    }
+    out, _ = claude_code(tmp_path, recorder, skill_command("ls"))
+    assert out is None
+
+
+def test_a_rewrite_of_a_skills_shell_command_is_a_denial_that_says_so(tmp_path: Path) -> None:
+    answer = json.dumps(json.dumps({"decision": "allow", "updatedInput": {"command": "ls -l"}}))
+    rewriter = (
+        f"hooks:\n  PreToolUse:\n    - type: command\n      matcher: Bash\n      command: 'echo {answer}'\n"
+    )
+    out, _ = claude_code(tmp_path, rewriter, skill_command("ls"))
+    specific = out["hookSpecificOutput"]
+    assert specific["hookEventName"] == "PreSkillShellCommand" and specific["permissionDecision"] == "deny"
+    assert (
+        "cannot be rewritten" in specific["permissionDecisionReason"]
+        and "ls -l" in specific["permissionDecisionReason"]
+    )

@@ -73,7 +73,7 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     data = settings(project / ".claude" / "settings.json")
     assert data["model"] == "opus"
     hooks = data["hooks"]
-    assert set(hooks) == {"Stop", "PreToolUse", "PostToolUse", "PostToolUseFailure"}
+    assert set(hooks) == {"Stop", "PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"}
     assert hooks["PreToolUse"][0] == USER_HOOK
     config = '"$CLAUDE_PROJECT_DIR"/.claude/judge.yaml'
     command = f"{shlex.quote(sys.executable)} -m judge claude-code --config {config}"
@@ -82,6 +82,7 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     # fail closed (their default failMode), so does Claude Code when judge cannot answer.
     pre = {"type": "command", "command": f"{command} --timeout 35", "timeout": 45, "onFailure": "block"}
     assert hooks["PreToolUse"][1] == {"matcher": "Bash|Edit|Write", "hooks": [pre]}
+    assert hooks["PreSkillShellCommand"] == [{"matcher": "Bash|Edit|Write", "hooks": [pre]}]
     assert hooks["Stop"] == [
         {"hooks": [{"type": "command", "command": f"{command} --timeout 65", "timeout": 75}]}
     ]

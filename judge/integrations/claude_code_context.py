@@ -165,6 +165,10 @@ def build_context(
             ctx["mcp_server"] = _clipped(hook_input.mcp_server)
         if isinstance(hook_input.duration_ms, int | float) and not isinstance(hook_input.duration_ms, bool):
             ctx["duration_ms"] = hook_input.duration_ms
+        for name in ("command_name", "command_source"):  # a skill's shell command
+            value = getattr(hook_input, name)
+            if isinstance(value, str) and value:
+                ctx[name] = _clipped(value)
         if hook_input.hook_event_name == "PostToolUse":
             ctx["tool_result"] = hook_input.tool_response
             ctx["tool_succeeded"] = True

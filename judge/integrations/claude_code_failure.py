@@ -88,7 +88,7 @@ def warn(message: str) -> None:
 
 def adapter_failure(event: str, problem: str) -> None:
     """No usable configuration: deny a PreToolUse call, let the rest go on; say so."""
-    blocking = event == "PreToolUse"
+    blocking = event in ("PreToolUse", "PreSkillShellCommand")
     warn(f"{problem}; {'denying the tool call (fail closed)' if blocking else 'not blocking'}")
     print(json.dumps(adapter_failure_output(event, problem), ensure_ascii=False))
 

@@ -35,10 +35,13 @@ from judge import __version__
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 INDEX_FORMAT = 1
 #: Events the index may answer for (the full adapter handles every other one).
-FAST_EVENTS = frozenset({"Stop", "SubagentStop", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
-#: Claude Code events judged with another event's hooks (a failed tool call is a PostToolUse).
-EVENT_HOOKS = {"PostToolUseFailure": "PostToolUse"}
+FAST_EVENTS = frozenset(
+    {"Stop", "SubagentStop", "PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"}
+)
+TOOL_EVENTS = frozenset({"PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"})
+#: Claude Code events judged with another event's hooks (a failed tool call is a PostToolUse,
+#: a skill's shell command a PreToolUse).
+EVENT_HOOKS = {"PostToolUseFailure": "PostToolUse", "PreSkillShellCommand": "PreToolUse"}
 #: Matchers made only of these characters mean the same in ``re`` and ``regex``.
 _SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|.*+?()\-: ]*")
 _VALUE_FLAGS = ("--config", "--state", "--data-dir", "--timeout", "--rewrite")

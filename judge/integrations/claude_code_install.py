@@ -6,7 +6,8 @@ Like ``pre-commit install``: it merges hook entries into the settings file of a 
 exactly the Claude Code events the judge configuration needs:
 
 * the events come from the configuration (agent level and custom agents); PostToolUse
-  hooks also register ``PostToolUseFailure``; nothing else is ever registered, and judge
+  hooks also register ``PostToolUseFailure`` and PreToolUse hooks ``PreSkillShellCommand``
+  (a skill's shell command, run without the Bash tool); nothing else is ever registered, and judge
   entries found under events judge cannot serve (e.g. ``WorktreeCreate``) are removed;
 * a tool event's Claude Code ``matcher`` covers the judge hooks' matchers (an exact list
   when they are plain names, an anchored regex otherwise, ``*`` when in doubt — judge's

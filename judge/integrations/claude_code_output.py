@@ -4,6 +4,8 @@
   nothing lets it stop; ``{"systemMessage": ...}`` tells the user a stop was forced.
 * PreToolUse: a denial is ``hookSpecificOutput.permissionDecision: "deny"``; a rewrite is
   ``hookSpecificOutput.updatedInput``, handed over per the rewrite mode (below).
+* PreSkillShellCommand (a skill's shell command, judged by the PreToolUse hooks): a denial
+  the same way; a rewrite cannot be applied there, so it becomes a denial saying so.
 * PostToolUse: a block replaces the tool result through ``hookSpecificOutput.updatedToolOutput``
   (Claude Code 2.1.121 and later) with ``[Hook Blocked Tool Result] <reason>`` in the shape
   the tool's own output has, and also answers ``decision: "block"`` with the reason.
@@ -130,6 +132,20 @@ def _pre_tool_use_output(decision: Decision, rewrite: RewriteMode) -> dict[str, 
     return {"hookSpecificOutput": specific} if len(specific) > 1 else None
 
 
+def _skill_command_output(decision: Decision) -> dict[str, Any] | None:
+    """A skill's shell command: denied, or let run (nothing printed). Claude Code applies no
+    rewrite there (any ``updatedInput`` stops the command), so a rewrite is a denial that
+    says what the policy wanted instead; additional context has no place in the answer."""
+    reason = decision.reason or DEFAULT_BLOCK_REASON
+    if decision.decision != "block" and decision.updated_input is None:
+        return None
+    if decision.decision != "block":
+        reason = f"the policy would run it rewritten ({one_line(str(decision.updated_input), 300)}); "
+        reason += "a skill's shell command cannot be rewritten"
+    specific = {"hookEventName": "PreSkillShellCommand", "permissionDecision": "deny"}
+    return {"hookSpecificOutput": {**specific, "permissionDecisionReason": reason}}
+
+
 def _post_tool_use_output(
     decision: Decision, event: str, tool_name: str | None, tool_input: Any, response: Any
 ) -> dict[str, Any] | None:
@@ -165,6 +181,8 @@ def claude_code_output(
         return _stop_output(decision)
     if event == "PreToolUse":
         return _pre_tool_use_output(decision, rewrite)
+    if event == "PreSkillShellCommand":
+        return _skill_command_output(decision)
     return _post_tool_use_output(decision, event, tool_name, tool_input, tool_response)
 
 
@@ -195,10 +213,10 @@ def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:
     PreToolUse fails closed (the call is denied with the reason); the other events go
     through, with a ``systemMessage`` so the user sees the setup is broken.
     """
-    if event == "PreToolUse":
+    if event in ("PreToolUse", "PreSkillShellCommand"):
         return {
             "hookSpecificOutput": {
-                "hookEventName": "PreToolUse",
+                "hookEventName": event,
                 "permissionDecision": "deny",
                 "permissionDecisionReason": f"judge policy check could not run ({problem}); "
                 "fix the judge setup, then retry",

@@ -4,7 +4,8 @@ Kept free of heavy imports: ``judge claude-code`` starts on every tool call.
 
 * Which Claude Code events judge serves, and which judge configuration event each maps to
   (``PostToolUseFailure`` is judged by the ``PostToolUse`` hooks, with ``tool_succeeded:
-  false``).
+  false``; ``PreSkillShellCommand`` - a shell command written in a skill or slash command,
+  run without the Bash tool and so without ``PreToolUse`` - by the ``PreToolUse`` hooks).
 * Claude Code's cap on consecutive Stop blocks (8 unless ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP``
   says otherwise): a ``maxRejections`` above it never takes effect, because Claude Code
   ends the turn first. :func:`block_cap_warnings` names such hooks.
@@ -25,7 +26,14 @@ if TYPE_CHECKING:
     from judge.config import Config
 
 #: Claude Code events ``judge claude-code`` evaluates. Every other event is a no-op.
-HANDLED_EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PreToolUse", "PostToolUse", "PostToolUseFailure")
+HANDLED_EVENTS: tuple[str, ...] = (
+    "Stop",
+    "SubagentStop",
+    "PreToolUse",
+    "PreSkillShellCommand",
+    "PostToolUse",
+    "PostToolUseFailure",
+)
 #: Judge configuration events about one tool call (their hooks match on the tool name).
 _TOOL_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse")
 #: The judge configuration event whose hooks judge a Claude Code event.
@@ -33,6 +41,7 @@ CONFIG_EVENT: dict[str, str] = {
     "Stop": "Stop",
     "SubagentStop": "SubagentStop",
     "PreToolUse": "PreToolUse",
+    "PreSkillShellCommand": "PreToolUse",
     "PostToolUse": "PostToolUse",
     "PostToolUseFailure": "PostToolUse",
 }
@@ -40,7 +49,7 @@ CONFIG_EVENT: dict[str, str] = {
 CLAUDE_CODE_EVENTS: dict[str, tuple[str, ...]] = {
     "Stop": ("Stop",),
     "SubagentStop": ("SubagentStop",),
-    "PreToolUse": ("PreToolUse",),
+    "PreToolUse": ("PreToolUse", "PreSkillShellCommand"),
     "PostToolUse": ("PostToolUse", "PostToolUseFailure"),
 }
 #: Claude Code ends the turn after this many consecutive Stop blocks (2.1.143 and later).
@@ -132,6 +141,10 @@ class ClaudeCodeInput(BaseModel):
     mcp_server: Any = None
     #: PostToolUse/PostToolUseFailure (2.1.119+): how long the tool ran
     duration_ms: Any = None
+    #: PreSkillShellCommand: the skill or slash command whose text holds the shell command
+    command_name: Any = None
+    #: PreSkillShellCommand: where that skill or command is defined
+    command_source: Any = None
 
     @property
     def config_event(self) -> str:

@@ -156,7 +156,7 @@ class ClaudeSession:
             entry: dict[str, Any] = {
                 "hooks": [{"type": "command", "command": self.judge_command(), "timeout": self.hook_timeout}]
             }
-            if event in ("PreToolUse", "PostToolUse", "PostToolUseFailure"):
+            if event in ("PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"):
                 entry["matcher"] = "*"
             hooks[event] = [entry]
         return {"hooks": hooks}

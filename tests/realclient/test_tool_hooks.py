@@ -290,3 +290,27 @@ def test_an_installed_policy_stays_closed_when_judge_cannot_start(
     assert (session.project / "out.txt").exists() is not fails_closed
     seen = tool_result_of(result.agent_requests[1], "toolu_gone")
     assert seen is not None and (seen.get("is_error") is True) is fails_closed
+
+
+@pytest.mark.parametrize("denied", [True, False])
+def test_a_slash_commands_shell_command_is_judged_by_the_bash_policy(
+    session: ClaudeSession, denied: bool
+) -> None:
+    """A `` !`cmd` `` line of a slash command (or skill) runs without the Bash tool, so no
+    PreToolUse fires for it; Claude Code asks PreSkillShellCommand hooks instead, and judge
+    answers those with its PreToolUse hooks."""
+    session.events = ("PreToolUse", "PreSkillShellCommand")
+    allow = command_hook("cat > /dev/null; exit 0", matcher="Bash")
+    session.judge_config = {"hooks": {"PreToolUse": [DENIERS["command"] if denied else allow]}}
+    commands = session.project / ".claude" / "commands"
+    commands.mkdir(parents=True)
+    marker = session.project / "out.txt"
+    (commands / "probe.md").write_text(f"Context: !`echo ran > {marker}`\nSay done.\n")
+    result = session.run("/probe", [])
+    assert result.returncode == 0, result.explain()
+    assert marker.exists() is not denied
+    notices = [e for e in result.events if e.get("tag") == "skill_shell_hook"]
+    if denied:  # Claude Code tells the user: "Not run in /probe: echo ... (blocked by hook: <reason>)"
+        assert len(notices) == 1 and REASON in notices[0]["content"], result.explain()
+    else:
+        assert notices == []
