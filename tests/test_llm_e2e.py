@@ -313,3 +313,16 @@ async def test_concurrent_judgements(server, fmt):
     results = await asyncio.gather(*(judge.evaluate(make_request()) for _ in range(20)))
     assert all(r.ok for r in results)
     assert len(server.requests) == 20
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_huge_answer_is_shown_head_and_tail_and_still_judged(server, fmt):
+    # An agent must not escape the judge by making its answer too big for the model.
+    answer = "BEGIN " + "filler " * 300_000 + "TODO: finish the migration END"
+    server.push(verdict(False, "Finish the migration."))
+    prompt = "Check the answer. {{ final_output[-40:] }} $ARGUMENTS"
+    result = await judge_for(server, fmt).evaluate(make_request(prompt=prompt, final_output=answer))
+    assert (result.ok, result.reason) == (False, "Finish the migration.")
+    sent = server.requests[0].text
+    assert "BEGIN filler" in sent and "TODO: finish the migration END" in sent
+    assert "characters cut by judge" in sent and len(sent) < 100_000

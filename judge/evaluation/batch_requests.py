@@ -37,7 +37,7 @@ from judge.evaluation.cache import cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
 from judge.llm.loop import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
-from judge.llm.prompts import render_prompt
+from judge.llm.prompts import judged_context, render_prompt
 from judge.llm.providers.base import Message, SDKProvider
 from judge.llm.tiers import resolve_model
 from judge.llm.verdicts import find_verdict
@@ -235,11 +235,9 @@ def _add_requests(
         model = resolve_model(request.hook.model, request.models, env)
         try:
             provider = _provider(plan, model.provider, model.name, env)
+            shown = judged_context(request.context)
             prompt = render_prompt(
-                request.hook.prompt or "",
-                request.context,
-                request.base_dir,
-                arguments=delimit_context(request.context),
+                request.hook.prompt or "", shown, request.base_dir, arguments=delimit_context(shown)
             )
         except HookError as exc:
             return f"a hook that cannot be judged ({str(exc)[:80]})"

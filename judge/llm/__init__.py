@@ -21,7 +21,7 @@ from judge.errors import HookError
 from judge.files import NotARegularFile
 from judge.llm.evidence import EvidenceCheck
 from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
-from judge.llm.prompts import render_prompt
+from judge.llm.prompts import judged_context, render_prompt
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
 from judge.llm.text_tools import evidence_first_enabled, text_tools_enabled
@@ -102,12 +102,8 @@ class LLMJudge:
         self, request: PromptRequest, model: ResolvedModel, env: Mapping[str, str], deadline: float
     ) -> PromptVerdict:
         hook = request.hook
-        prompt = render_prompt(
-            hook.prompt or "",
-            request.context,
-            request.base_dir,
-            arguments=delimit_context(request.context),
-        )
+        shown = judged_context(request.context)
+        prompt = render_prompt(hook.prompt or "", shown, request.base_dir, arguments=delimit_context(shown))
         with tool_threads(deadline) as (budget, executor):
             tools = None
             if request.transcript_path is not None:

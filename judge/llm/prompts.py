@@ -152,6 +152,33 @@ def _contains(value: Any, text: str) -> bool:
     return text in str(value)
 
 
+#: Most characters of one string in the context a judge model is shown (head and tail kept).
+MAX_VALUE_CHARS = 20_000
+
+
+def _bounded(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+        half = MAX_VALUE_CHARS // 2
+        cut = len(value) - 2 * half
+        return f"{value[:half]}\n[... {cut} characters cut by judge ...]\n{value[-half:]}"
+    if depth > 32:
+        return value
+    if isinstance(value, dict):
+        return {k: _bounded(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bounded(v, depth + 1) for v in value]
+    return value
+
+
+def judged_context(context: dict[str, Any]) -> dict[str, Any]:
+    """The context as a judge model is shown it: every string over
+    :data:`MAX_VALUE_CHARS` keeps its head and tail around a note saying how much was cut.
+    An agent cannot push its answer past the model's context window (the request would
+    fail, and the hook fall to its failMode) by making the answer huge."""
+    bounded: dict[str, Any] = _bounded(context)
+    return bounded
+
+
 def context_json(context: dict[str, Any]) -> str:
     """The context as pretty JSON (what ``$ARGUMENTS`` becomes)."""
     return json.dumps(context, indent=2, ensure_ascii=False, default=str)
