@@ -189,3 +189,45 @@ def test_a_rewrite_of_a_skills_shell_command_is_a_denial_that_says_so(tmp_path: 
         "cannot be rewritten" in specific["permissionDecisionReason"]
         and "ls -l" in specific["permissionDecisionReason"]
     )
+
+
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("spoof", ["", '"tool_name": "Read", ', '"hook_event_name": "Notification", '])
+def test_an_unreadable_input_cannot_name_another_tool_or_event_in_its_own_tool_input(
+    tmp_path: Path, spoof: str
+) -> None:
+    config = (
+        "hooks:\n  PreToolUse:\n    - type: command\n      matcher: mcp__db__query\n      command: 'exit 0'\n"
+    )
+    payload = (
+        '{"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "mcp__db__query", '
+        f'"tool_input": {{{spoof}"sql": {DEEP}}}}}'
+    )
+    out, _ = claude_code(tmp_path, config, payload)
+    assert "nested too deeply" in denied(out)
+
+
+def test_unusable_input_for_a_custom_agents_checked_call_is_denied(tmp_path: Path) -> None:
+    config = (
+        "customAgents:\n  reviewer:\n    hooks:\n      PreToolUse:\n"
+        "        - type: command\n          matcher: Bash\n          command: 'exit 0'\n"
+    )
+    payload = {
+        "hook_event_name": "PreToolUse",
+        "session_id": 1,
+        "agent_type": "reviewer",
+        "tool_name": "Bash",
+    }
+    out, _ = claude_code(tmp_path, config, payload)
+    assert "session_id" in denied(out)
+    unknown = {**payload, "agent_type": ["not", "a", "name"]}  # any custom agent's hooks may apply
+    out, _ = claude_code(tmp_path, config, unknown)
+    assert "agent_type" in denied(out)
+
+
+def test_unusable_input_and_an_unusable_configuration_deny_a_tool_call(tmp_path: Path) -> None:
+    payload = {"hook_event_name": "PreToolUse", "session_id": 1, "tool_name": "Bash", "tool_input": {}}
+    out, _ = claude_code(tmp_path, "hooks: [not, a, mapping]\n", payload)
+    assert "session_id" in denied(out) and "unusable" in denied(out)

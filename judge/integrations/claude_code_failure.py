@@ -15,7 +15,6 @@ failMode decides, and the user is told.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from typing import Any
@@ -107,23 +106,31 @@ def hooks_failure(hook_input: ClaudeCodeInput, config: Config, problem: str, rew
 
 
 def input_failure(exc: InputError, config_path: str | None) -> None:
-    """Unusable hook input. When its event is readable and judge has hooks for it, their
-    failMode decides (a PreToolUse call is denied) and the user is told; else it is only
-    logged: nothing is configured to check."""
+    """Unusable hook input. When its event is readable and judge has hooks for it (at agent
+    level or for the input's custom agent), their failMode decides (a PreToolUse call is
+    denied) and the user is told; a configuration that cannot be loaded either is answered
+    as :func:`adapter_failure` answers it; else it is only logged: nothing is configured
+    to check."""
     event = exc.event
-    config: Config | None = None
-    if event in HANDLED_EVENTS and config_path:
-        with contextlib.suppress(ConfigError, OSError):
-            config = runnable(load_config(config_path))
-    if event is None or config is None:
+    if event not in HANDLED_EVENTS or not config_path:
         warn(f"{exc}; not blocking")
         return
+    try:
+        config = runnable(load_config(config_path))
+    except (ConfigError, OSError) as problem:
+        adapter_failure(event, f"{exc}, and the configuration {config_path} is unusable ({problem})")
+        return
     data = exc.data or {}
-    tool = data.get("tool_name")
+    tool, agent = data.get("tool_name"), data.get("agent_type")
     loose = ClaudeCodeInput.model_construct(
         hook_event_name=event, tool_name=tool if isinstance(tool, str) and tool else None
     )
-    hooks = config.hooks_for(loose.config_event, None)
+    if isinstance(agent, str):
+        hooks = config.hooks_for(loose.config_event, agent)
+    else:  # the agent is not known: every custom agent's hooks may apply
+        hooks = config.hooks_for(loose.config_event, None)
+        for name in config.custom_agents:
+            hooks += [entry for entry in config.hooks_for(loose.config_event, name) if entry[0] == "custom"]
     if loose.tool_name is not None:
         hooks = [(level, i, hook) for level, i, hook in hooks if hook.matches(loose.tool_name)]
     if not hooks:

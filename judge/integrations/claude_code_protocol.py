@@ -169,12 +169,19 @@ class InputError(Exception):
 
 #: Where an input that cannot be parsed still names its event and tool (Claude Code writes
 #: them before the tool's input and response).
-_HEAD_FIELD = re.compile(r'"(hook_event_name|tool_name)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
+_HEAD_FIELD = re.compile(r'"(hook_event_name|tool_name|agent_type)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
 
 
 def head_fields(text: str) -> dict[str, Any] | None:
-    """``hook_event_name`` and ``tool_name`` as named in the first 64 KiB of ``text``."""
-    found = {name: value for name, value in _HEAD_FIELD.findall(text[: 64 * 1024])}
+    """``hook_event_name``, ``tool_name`` and ``agent_type`` as first named in the first 64
+    KiB of ``text``, before the tool's input or response (Claude Code writes its own fields
+    first; in the tool's input an agent could write the same keys)."""
+    head = text[: 64 * 1024]
+    for key in ('"tool_input"', '"tool_response"'):  # where the agent's own text begins
+        head = head.split(key, 1)[0]
+    found: dict[str, Any] = {}
+    for name, value in _HEAD_FIELD.findall(head):
+        found.setdefault(name, value)
     return found or None
 
 
