@@ -39,7 +39,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from judge.files import open_regular, text_lines
+from judge.files import open_regular
 from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
 from judge.transcripts import MAX_LINE_BYTES
 
@@ -61,6 +61,15 @@ class RenderCancelled(Exception):
     """The render was asked to stop (the hook's deadline passed, or a signal came)."""
 
 
+class CancelFlag(threading.Event):
+    """Set to stop a render; knows the temporary files the render made, so whoever
+    cancels it can remove them even if the render does not get to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[Path] = []
+
+
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -70,18 +79,35 @@ def _check(cancel: threading.Event | None) -> None:
         raise RenderCancelled("rendering the transcript was cancelled")
 
 
+def _too_long(renderer: ClaudeCodeRenderer) -> str:
+    """Count a line too long to keep, and the note that stands for it."""
+    renderer.feed("")
+    return f"[line {renderer.line_number}: longer than {MAX_LINE_BYTES} bytes, skipped]"
+
+
 def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None) -> str | None:
-    """Render all of ``src`` into ``out_fd``; return the last assistant text."""
+    """Render all of ``src`` into ``out_fd``; return the last assistant text. A line of
+    ``MAX_LINE_BYTES`` or more is skipped with a note, as in :func:`_update` (never rendered
+    in pieces: a piece of an agent's tool input could read as a turn of its own)."""
     renderer = ClaudeCodeRenderer()
+    long = False  # inside a line too long to keep
     with (
         os.fdopen(out_fd, "w", encoding="utf-8") as out,
         open_regular(src, "transcript") as handle,
     ):
-        for raw in text_lines(handle, MAX_LINE_BYTES):
+        while raw := handle.readline(MAX_LINE_BYTES):
             _check(cancel)
-            for line in renderer.feed(raw):
+            complete = raw.endswith(b"\n")
+            if long or (not complete and len(raw) >= MAX_LINE_BYTES):
+                long = not complete
+                lines = [] if long else [_too_long(renderer)]
+            else:
+                lines = renderer.feed(raw.decode("utf-8", errors="replace"))
+            for line in lines:
                 out.write(line)
                 out.write("\n")
+        if long:
+            out.write(_too_long(renderer) + "\n")
     return renderer.last_assistant_text
 
 
@@ -89,6 +115,8 @@ def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None)
 def _temporary_render(src: Path, cancel: threading.Event | None = None) -> Iterator[tuple[Path, str | None]]:
     fd, name = tempfile.mkstemp(prefix="judge-claude-code-", suffix=".txt")
     path = Path(name)
+    if isinstance(cancel, CancelFlag):
+        cancel.files.append(path)
     try:
         try:
             last = _render_whole(src, fd, cancel)
@@ -157,7 +185,7 @@ def _update(
     """Bring ``entry`` up to date with ``src``; return (last assistant text, complete).
 
     ``complete`` is False when the transcript ends with a line that has no newline yet. A
-    line longer than ``MAX_LINE_BYTES`` is skipped with a note (never held in memory).
+    line of ``MAX_LINE_BYTES`` or more is skipped with a note (never held in memory).
     """
     with open_regular(src, "transcript") as handle:
         src_fd = handle.fileno()
@@ -177,14 +205,12 @@ def _update(
                 rendered: list[str] = []
                 for piece in complete:
                     offset += too_long + len(pending) + len(piece) + 1
-                    if too_long or len(pending) + len(piece) > MAX_LINE_BYTES:
-                        renderer.feed("")  # counts the line
-                        note = f"longer than {MAX_LINE_BYTES} bytes, skipped"
-                        rendered.append(f"[line {renderer.line_number}: {note}]")
+                    if too_long or len(pending) + len(piece) >= MAX_LINE_BYTES:
+                        rendered.append(_too_long(renderer))
                     else:
                         rendered.extend(renderer.feed((pending + piece).decode("utf-8", errors="replace")))
                     pending, too_long = b"", 0
-                if too_long or len(pending) + len(tail) > MAX_LINE_BYTES:
+                if too_long or len(pending) + len(tail) >= MAX_LINE_BYTES:
                     too_long, pending = too_long + len(pending) + len(tail), b""
                 else:
                     pending += tail
@@ -274,8 +300,8 @@ def rendered_transcript(
     yield entry.text, last
 
 
-#: Longest wait, after a cancelled render, for it to stop and remove what it wrote.
-CANCEL_WAIT_SECONDS = 0.5
+#: Longest wait, after a cancelled render, for it to stop (its files are removed anyway).
+CANCEL_WAIT_SECONDS = 0.2
 
 
 @contextlib.asynccontextmanager
@@ -285,7 +311,7 @@ async def rendering(
     """:func:`rendered_transcript` in a daemon thread, so the event loop stays free: a
     deadline or a signal that cancels the hook call is served at once, the render stops at
     its next chunk, and a render still running when the process exits does not hold it."""
-    cancel = threading.Event()
+    cancel = CancelFlag()
     manager = rendered_transcript(jsonl, cache_dir, cancel)
     loop = asyncio.get_running_loop()
     future: asyncio.Future[tuple[Path | None, str | None]] = loop.create_future()
@@ -317,6 +343,9 @@ async def rendering(
         finished.wait(CANCEL_WAIT_SECONDS)
         if outcome and not isinstance(outcome[0], BaseException):
             manager.__exit__(None, None, None)  # it finished after all: remove its files
+        for path in cancel.files:  # a render still busy (one long line) may never get to it
+            with contextlib.suppress(OSError):
+                path.unlink()
         raise
     try:
         yield value
