@@ -192,3 +192,18 @@ def test_pre_tool_use_hooks_that_fail_open_leave_claude_code_to_go_on(project: P
     assert install(project).returncode == 0
     handler = settings(project / ".claude" / "settings.json")["hooks"]["PreToolUse"][1]["hooks"][0]
     assert "onFailure" not in handler  # one allows on error, the other is a shadow hook
+
+
+def test_a_shadow_agents_policy_does_not_make_claude_code_block_when_judge_cannot_answer(
+    project: Path,
+) -> None:
+    config = project / ".claude" / "judge.yaml"
+    config.write_text(
+        "customAgents:\n  watcher:\n    mode: shadow\n    hooks:\n      PreToolUse:\n"
+        "        - type: command\n          matcher: Bash\n          command: 'exit 0'\n"
+    )
+    assert install(project).returncode == 0
+    hooks = settings(project / ".claude" / "settings.json")["hooks"]
+    for event in ("PreToolUse", "PreSkillShellCommand"):
+        handler = hooks[event][-1]["hooks"][0]
+        assert "judge" in handler["command"] and "onFailure" not in handler

@@ -63,3 +63,8 @@ def test_a_cut_off_verdict_decides_when_it_says_enough(text, expected):
 )
 def test_a_rejection_cut_off_before_its_reason_is_not_a_verdict(text):
     assert cut_off(text) is None
+
+
+def test_a_whole_verdict_followed_by_prose_is_not_read_as_cut_off():
+    text = '{"ok": true, "reason": "looks done"}\nHowever, the agent never ran the tests.'
+    assert find_verdict(text) is None and cut_off(text) is None

@@ -107,11 +107,13 @@ def is_judge_handler(handler: Any) -> bool:
 
 
 def _hooks_by_event(config: Config) -> dict[str, list[Hook]]:
+    """Every hook per event, agent level and custom agents', as they run (a shadow agent's
+    hooks are shadow hooks)."""
     out: dict[str, list[Hook]] = {}
-    hooksets = [config.hooks, *(agent.hooks for agent in config.custom_agents.values())]
-    for hookset in hooksets:
-        for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse"):
-            out.setdefault(event, []).extend(hookset.for_event(event))
+    for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse"):
+        out[event] = [hook for _, _, hook in config.hooks_for(event, None)]
+        for name in config.custom_agents:
+            out[event] += [hook for level, _, hook in config.hooks_for(event, name) if level == "custom"]
     return {event: hooks for event, hooks in out.items() if hooks}
 
 

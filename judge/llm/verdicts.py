@@ -57,7 +57,11 @@ def find_verdict(text: str) -> tuple[bool, str | None] | None:
 
 
 def cut_off(text: str) -> Verdict | None:
-    """A verdict the answer-length cap cut off, when it still decides something."""
+    """A verdict the answer-length cap cut off, when it still decides something. A whole
+    verdict object is not one, whatever follows it (that is :func:`find_verdict_object`'s
+    to judge)."""
+    if scan_json_spans(text, _as_verdict):
+        return None
     cut = cut_off_verdict(text)
     if cut is None or cut == (False, None):
         return None
