@@ -30,6 +30,12 @@ STOP = {"hook_event_name": "Stop", "final_output": "Done."}
             f"more than {MAX_RANGE_ITEMS} items in all",
         ),
         ("{{ range(10000000) | list | length }}", "more than"),
+        ("{{ 'x' | center(300000000) }}", "center: the result would be longer than"),
+        ("{{ ('x\\n' * 1000) | indent(100000, true) }}", "indent: the result would be longer than"),
+        ("{{ ('x' * 1000) | replace('x', 'y' * 2000) }}", "replace: the result would be longer than"),
+        ("{{ '%0999999999d' | format(1) }}", "format: the result would be longer than"),
+        ("{{ '%0999999999d' % 1 }}", "'%': the result would be longer than"),
+        ("{{ ((10 ** 1000) ** 1000) ** 100 }}", "'**': the result would have more than"),
     ],
 )
 def test_template_bombs_are_template_errors(template: str, problem: str) -> None:
@@ -41,6 +47,10 @@ def test_template_bombs_are_template_errors(template: str, problem: str) -> None
 def test_ordinary_templates_render_as_before() -> None:
     template = "{{ '-' * 20 }}{% for i in range(3) %}[{{ i * 2 }}]{% endfor %}{{ 2 ** 10 }} {{ [1] + [2] }}"
     assert render_prompt(template, STOP, arguments="ARGS") == "-" * 20 + "[0][2][4]1024 [1, 2]\n\nARGS"
+    filters = (
+        "{{ 'ab' | center(6) }}|{{ 'a\nb' | indent(2) }}|{{ 'a-b' | replace('-', '+') }}|{{ '%03d' % 7 }}"
+    )
+    assert render_prompt(filters, STOP, arguments="") == "  ab  |a\n  b|a+b|007\n\n"
     assert len(render_prompt(f"{{{{ 'x' * {MAX_LENGTH} }}}}", STOP, arguments="")) == MAX_LENGTH + 2
 
 
