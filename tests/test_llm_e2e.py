@@ -326,3 +326,16 @@ async def test_a_huge_answer_is_shown_head_and_tail_and_still_judged(server, fmt
     sent = server.requests[0].text
     assert "BEGIN filler" in sent and "TODO: finish the migration END" in sent
     assert "characters cut by judge" in sent and len(sent) < 100_000
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_huge_keys_and_deep_values_are_bounded_too(server, fmt):
+    server.push(verdict(True))
+    request = make_request()
+    deep: object = "bottom"
+    for _ in range(200):
+        deep = [deep]
+    request.context["tool_input"] = {"k" * 500_000: "v", "deep": deep}
+    await judge_for(server, fmt).evaluate(request)
+    sent = server.requests[0].text
+    assert "characters cut by judge" in sent and len(sent) < 100_000 and "bottom" in sent

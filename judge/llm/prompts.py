@@ -157,14 +157,17 @@ MAX_VALUE_CHARS = 20_000
 
 
 def _bounded(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, dict | list) and depth > 32:  # deeper: shown as (bounded) JSON text
+        try:
+            value = json.dumps(value, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError):
+            value = "[a value nested too deeply to show]"
     if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
         half = MAX_VALUE_CHARS // 2
         cut = len(value) - 2 * half
         return f"{value[:half]}\n[... {cut} characters cut by judge ...]\n{value[-half:]}"
-    if depth > 32:
-        return value
     if isinstance(value, dict):
-        return {k: _bounded(v, depth + 1) for k, v in value.items()}
+        return {_bounded(str(k), depth + 1): _bounded(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
         return [_bounded(v, depth + 1) for v in value]
     return value
