@@ -79,3 +79,20 @@ def test_an_agent_stored_with_the_old_command_defaults_on_a_prompt_hook_still_wo
     answer = service.post("/api/v2/hooks/Stop", json={"final_output": "done", "agent_name": "legacy"})
     assert answer.status_code == 200, answer.text
     assert answer.json()["hooks"][0]["level"] == "custom"
+
+
+def test_a_misspelt_hooks_key_is_refused_not_an_agent_without_hooks(tmp_path: Path) -> None:
+    service = client(tmp_path)
+    for key, problem in [
+        ("hookz", "properties.hookz: unknown key (did you mean hooks?)"),
+        ("Hooks", "properties.Hooks: unknown key (did you mean hooks?)"),
+        (
+            "customAgents",
+            "properties.customAgents: custom agents cannot be nested; define them at the top level",
+        ),
+    ]:
+        agent = {"name": "typo", "properties": {key: {"Stop": [{"type": "command", "command": "exit 2"}]}}}
+        answer = service.put("/api/v2/extendedAgent/agents/typo", json=agent)
+        assert answer.status_code == 400 and answer.json()["problems"] == [problem]
+    platform = {"name": "ok", "properties": {"model": "gpt-x", "tools": ["search"], "hooks": {}}}
+    assert service.put("/api/v2/extendedAgent/agents/ok", json=platform).status_code == 202

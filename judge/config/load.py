@@ -158,6 +158,28 @@ def _validate_models(raw: Any, prefix: str, problems: list[str]) -> dict[str, st
     return dict(raw)
 
 
+#: Keys of a custom agent that judge reads (its other properties are the platform's).
+_AGENT_KEYS = ("hooks", "mode", "instructions")
+
+
+def _misplaced_keys(rest: dict[str, Any], here: str) -> list[str]:
+    """Keys of a custom agent that look like judge's but are not: a misspelt ``hooks`` would
+    otherwise leave the agent without hooks, silently."""
+    problems = []
+    for key in rest:
+        if key in _AGENT_KEYS:
+            continue
+        if key in ("customAgents", "custom_agents"):
+            problems.append(f"{here}.{key}: custom agents cannot be nested; define them at the top level")
+            continue
+        # Only near misses of judge's keys: other keys (a "model", "tools") are the platform's.
+        lower = str(key).lower()
+        if lower in _AGENT_KEYS or lower.startswith("hook"):
+            guess = lower if lower in _AGENT_KEYS else "hooks"
+            problems.append(f"{here}.{key}: unknown key (did you mean {guess}?)")
+    return problems
+
+
 def _validate_custom_agents(raw: Any, prefix: str, problems: list[str]) -> dict[str, CustomAgent]:
     if raw is None:
         return {}
@@ -172,6 +194,7 @@ def _validate_custom_agents(raw: Any, prefix: str, problems: list[str]) -> dict[
             continue
         hookset = _validate_hookset(body.get("hooks"), f"{here}.hooks", problems)
         rest = {k: v for k, v in body.items() if k != "hooks"}
+        problems += _misplaced_keys(rest, here)
         if "instructions" in rest and not isinstance(rest["instructions"], (str, type(None))):
             problems.append(f"{here}.instructions: must be a string")
             rest.pop("instructions")
