@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from judge.files import open_regular, text_lines
+from judge.files import NestedTooDeeply, load_json, open_regular, text_lines
 
 Format = Literal["text", "json", "jsonl", "claude-code"]
 
@@ -65,8 +65,8 @@ def detect_format(path: Path) -> Format:
     parsed: list[Any] = []
     for line in complete[:SNIFF_LINES]:
         try:
-            parsed.append(json.loads(line))
-        except (json.JSONDecodeError, RecursionError):
+            parsed.append(load_json(line))
+        except ValueError:  # not JSON, or nested too deeply
             parsed.append(None)
     objects = [obj for obj in parsed if isinstance(obj, dict)]
     one_document = len(lines) == 1 and len(raw) < SNIFF_BYTES
@@ -77,8 +77,8 @@ def detect_format(path: Path) -> Format:
     if size <= MAX_JSON_BYTES:
         try:
             with open_regular(path, "transcript") as handle:
-                json.loads(handle.read(MAX_JSON_BYTES + 1))
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+                load_json(handle.read(MAX_JSON_BYTES + 1))
+        except ValueError:  # not JSON (or not UTF-8), or nested too deeply
             return "text"
         return "json"
     return "text"
@@ -195,12 +195,12 @@ def render_jsonl_lines(lines: Iterable[str]) -> Iterator[str]:
         if not text.strip():
             continue
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            yield text
-            continue
-        except RecursionError:
+            obj = load_json(text)
+        except NestedTooDeeply:
             yield TOO_DEEP
+            continue
+        except ValueError:
+            yield text
             continue
         try:
             message = obj.get("message") if isinstance(obj, dict) else None

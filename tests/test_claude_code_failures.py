@@ -5,10 +5,6 @@ nothing, and Claude Code shows a hook's stderr only in verbose mode)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +14,7 @@ import pytest
 from judge.config import config_from_data
 from judge.decision import PromptRequest, PromptVerdict
 from judge.integrations.claude_code import ClaudeCodeInput, handle
+from tests.test_claude_code_fail_closed import claude_code
 
 
 def stop_input() -> ClaudeCodeInput:
@@ -62,9 +59,8 @@ async def test_many_failures_are_counted_not_listed(tmp_path: Path) -> None:
 
 
 def test_a_crashing_post_tool_use_script_is_told(tmp_path: Path) -> None:
-    config = tmp_path / "judge.yaml"
     script = "#!/usr/bin/env python3\\nraise SystemExit('checker crashed')\\n"
-    config.write_text(
+    config = (
         "hooks:\n  PostToolUse:\n    - type: command\n      matcher: Bash\n      failMode: allow\n"
         f'      script: "{script}"\n'
     )
@@ -75,14 +71,7 @@ def test_a_crashing_post_tool_use_script_is_told(tmp_path: Path) -> None:
         "tool_input": {"command": "ls"},
         "tool_response": {"stdout": "a\n", "stderr": "", "interrupted": False},
     }
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "JUDGE_CONFIG"}
-    env["JUDGE_STATE"] = str(tmp_path / "state.sqlite")
-    args = [sys.executable, "-m", "judge", "claude-code", "--config", str(config)]
-    proc = subprocess.run(
-        args, input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out, _ = claude_code(tmp_path, config, payload)
     assert "decision" not in out
     assert out["systemMessage"].startswith("judge: PostToolUse hook agent[0] (command) could not run: ")
     assert "-> allow (its failMode)" in out["systemMessage"]

@@ -243,6 +243,11 @@ class Hook(BaseModel):
             return self.fail_mode
         return "block" if event == "PreToolUse" else "allow"
 
+    def fails_closed(self, event: str) -> bool:
+        """Whether an error of this hook blocks: its failMode is ``block`` and it enforces
+        (a shadow hook never blocks)."""
+        return self.fail_mode_for(event) == "block" and self.mode != "shadow"
+
     def matches(self, tool_name: str | None) -> bool:
         """Whether this hook's matcher selects ``tool_name`` (anchored, case-sensitive)."""
         if not self.matcher or tool_name is None:
@@ -352,6 +357,14 @@ class Config(BaseModel):
                     h if h.mode == "shadow" else h.model_copy(update={"mode": "shadow"}) for h in custom
                 ]
             selected += [("custom", i, h) for i, h in enumerate(custom)]
+        return selected
+
+    def every_hook_for(self, event: str) -> list[tuple[str, int, Hook]]:
+        """:meth:`hooks_for` every agent at once: agent level, then each custom agent's
+        (for when the running agent is not known)."""
+        selected = self.hooks_for(event, None)
+        for name in self.custom_agents:
+            selected += [entry for entry in self.hooks_for(event, name) if entry[0] == "custom"]
         return selected
 
     def with_custom_agent(self, name: str, agent: CustomAgent) -> Config:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS
+from judge.files import load_json
 from judge.integrations.claude_code_protocol import ClaudeCodeInput
 
 
@@ -46,8 +47,8 @@ def subagent_final_text(jsonl: Path, agent_id: str | None) -> str | None:
         with jsonl.open("r", encoding="utf-8", errors="replace") as src:
             for raw in src:
                 try:
-                    obj = json.loads(raw)
-                except (json.JSONDecodeError, RecursionError):
+                    obj = load_json(raw)
+                except ValueError:  # not JSON, or nested too deeply
                     continue
                 if not isinstance(obj, dict) or obj.get("type") != "assistant" or not obj.get("isSidechain"):
                     continue

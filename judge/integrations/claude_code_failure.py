@@ -58,7 +58,7 @@ def fail_mode_output(
     Shadow hooks never block.
     """
     event = hook_input.config_event
-    if not any(h.fail_mode_for(event) == "block" for _, _, h in hooks if h.mode != "shadow"):
+    if not any(h.fails_closed(event) for _, _, h in hooks):
         return {"systemMessage": f"judge: {problem}; not checked"}
     decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}")
     out = answer_for(decision, hook_input, rewrite)
@@ -128,9 +128,7 @@ def input_failure(exc: InputError, config_path: str | None) -> None:
     if isinstance(agent, str):
         hooks = config.hooks_for(loose.config_event, agent)
     else:  # the agent is not known: every custom agent's hooks may apply
-        hooks = config.hooks_for(loose.config_event, None)
-        for name in config.custom_agents:
-            hooks += [entry for entry in config.hooks_for(loose.config_event, name) if entry[0] == "custom"]
+        hooks = config.every_hook_for(loose.config_event)
     if loose.tool_name is not None:
         hooks = [(level, i, hook) for level, i, hook in hooks if hook.matches(loose.tool_name)]
     if not hooks:

@@ -109,11 +109,10 @@ def is_judge_handler(handler: Any) -> bool:
 def _hooks_by_event(config: Config) -> dict[str, list[Hook]]:
     """Every hook per event, agent level and custom agents', as they run (a shadow agent's
     hooks are shadow hooks)."""
-    out: dict[str, list[Hook]] = {}
-    for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse"):
-        out[event] = [hook for _, _, hook in config.hooks_for(event, None)]
-        for name in config.custom_agents:
-            out[event] += [hook for level, _, hook in config.hooks_for(event, name) if level == "custom"]
+    out = {
+        event: [hook for _, _, hook in config.every_hook_for(event)]
+        for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse")
+    }
     return {event: hooks for event, hooks in out.items() if hooks}
 
 
@@ -175,9 +174,7 @@ def wanted_entries(
         # A PreToolUse policy that fails closed stays closed when judge cannot even answer
         # (a missing interpreter, a crash): Claude Code's onFailure (2.1.295+; older versions
         # ignore the key) then counts the failure as a block.
-        closed = event == "PreToolUse" and any(
-            h.fail_mode_for(event) == "block" and h.mode != "shadow" for h in hooks
-        )
+        closed = event == "PreToolUse" and any(h.fails_closed(event) for h in hooks)
         for cc_event in CLAUDE_CODE_EVENTS[event]:
             if cc_event not in HANDLED_EVENTS:
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")

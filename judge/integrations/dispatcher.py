@@ -193,7 +193,7 @@ class _Hooks:
         except Exception as exc:  # a side channel by default: log and carry on, unless a
             # selected hook says failMode: block - then the result is withheld
             hooks = self.gate.engine.selected_hooks("PostToolUse", event)
-            if any(h.fail_mode_for("PostToolUse") == "block" for _, _, h in hooks if h.mode != "shadow"):
+            if any(h.fails_closed("PostToolUse") for _, _, h in hooks):
                 log.error(
                     "PostToolUse hooks failed for %s; withholding the result: %s", tool_use.get("name"), exc
                 )
