@@ -13,7 +13,7 @@ import pytest
 from judge.config import Hook
 from judge.decision import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
-from judge.llm.reading import ALL_READ, REPEATED, ReadLog
+from judge.llm.reading import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.llm.tools import TranscriptTools
 from judge.testing import LLMServer, call, say, verdict
 
@@ -132,7 +132,7 @@ async def test_a_transcript_read_in_full_ends_the_reading(server, fmt, tmp_path)
     assert (result.ok, result.reason) == (False, "Not done.")
     first, second = server.requests
     assert not is_final_turn(fmt, first.body)
-    assert second.tool_results[0].endswith(ALL_READ.format(lines=60))
+    assert second.tool_results[0].endswith(ALL_READ.format(lines=60) + "\n\n" + DECIDE)
     assert is_final_turn(fmt, second.body)  # nothing left to read: the schema applies
     assert traces[0].tool_calls == ["ReadFile"]
 
@@ -146,7 +146,7 @@ async def test_a_repeated_call_is_not_run_and_asks_for_the_verdict(server, fmt, 
     assert (await judge(server, fmt, traces).evaluate(request_for(path))).ok is True
     _, second, third = server.requests
     assert "    20\tstep 20" in second.tool_results[0] and not is_final_turn(fmt, second.body)
-    assert third.tool_results[-1] == REPEATED and is_final_turn(fmt, third.body)
+    assert third.tool_results[-1] == REPEATED + "\n\n" + DECIDE and is_final_turn(fmt, third.body)
     assert traces[0].tool_calls == ["ReadFile"]  # the repeat was not run
 
 
@@ -161,6 +161,10 @@ async def test_a_repeated_text_call_is_not_run_either(server, fmt, tmp_path):
     sent = json.dumps(third.messages[-1])
     assert "Not run again" in sent and "step 70" not in sent
     assert is_final_turn(fmt, third.body)
+    # the verdict turn restates the check, and no longer invites another call
+    last = third.messages[-1]["content"]
+    text = last if isinstance(last, str) else "".join(part.get("text", "") for part in last)
+    assert text.endswith(DECIDE) and "write another tool call" not in text
     assert traces[0].tool_calls == ["text:GrepSearch"]
 
 

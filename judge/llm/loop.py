@@ -32,9 +32,9 @@ from judge.decision import Citation, PromptVerdict, Usage
 from judge.errors import HookError
 from judge.llm.evidence import EvidenceCheck, reask_message, unverified_error, with_evidence
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
-from judge.llm.reading import ALL_READ, REPEATED, ReadLog
+from judge.llm.reading import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.llm.retry import call_with_retries
-from judge.llm.text_tools import TextToolCall, find_text_tool_calls, results_message
+from judge.llm.text_tools import RESULTS_FOOTER, TextToolCall, find_text_tool_calls, results_message
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.read_file import DEFAULT_WINDOW
 from judge.llm.verdicts import cut_off, find_verdict_object
@@ -177,7 +177,8 @@ def _results(outputs: list[str | None], log: ReadLog) -> tuple[list[str], bool]:
     """The tool results the model sees, and whether to ask for the verdict next.
 
     Calls that were all repeats, or a transcript now read in full, end the reading: the
-    last result then says so, and the next request is the final (schema) turn.
+    last result then says so, and the next request is the final (schema) turn. The
+    caller ends such results with :data:`DECIDE`.
     """
     results = [REPEATED if output is None else _tool_result(output) for output in outputs]
     lines = log.all_read()
@@ -208,7 +209,8 @@ async def _supplied_read(
     outputs = await _run_tools(tools, [("ReadFile", arguments)], executor, log)
     (shown,), done = _results(outputs, log)
     trace.tool_calls.append("judge:ReadFile")
-    return SUPPLIED.format(result=shown), done
+    message = SUPPLIED.format(result=shown)
+    return (message + "\n\n" + DECIDE if done else message), done
 
 
 @dataclass
@@ -249,7 +251,7 @@ async def _text_tool_round(
     shown, done = _results(outputs, log) if runnable else ([], False)
     answers = iter(shown)
     results = [f"Error: {c.error}" if c.error is not None else next(answers) for c in calls]
-    return results_message(calls, results), done
+    return results_message(calls, results, DECIDE if done else RESULTS_FOOTER), done
 
 
 async def run_judgement(
@@ -309,6 +311,8 @@ async def run_judgement(
                 calls = completion.tool_calls
                 outputs = await _run_tools(tools, [(c.name, c.arguments) for c in calls], executor, log)
                 results, final_turn = _results(outputs, log)
+                if final_turn:
+                    results[-1] += "\n\n" + DECIDE
                 ran = zip(calls, outputs, strict=True)
                 trace.tool_calls.extend(c.name for c, out in ran if out is not None)
                 rounds += 1

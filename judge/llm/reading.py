@@ -29,7 +29,14 @@ REPEATED = (
 )
 ALL_READ = (
     "You have now read the whole transcript (all {lines} lines). Nothing more can be found "
-    "with the tools: reply with only the verdict JSON object now."
+    "with the tools."
+)
+#: Ends the results before the verdict turn. Tool results push the check far up the
+#: conversation; restating where it is, right where the model decides, keeps small models
+#: from answering the transcript instead of the hook author's question.
+DECIDE = (
+    "Now decide the hook author's check (in <hook_instructions> above) from the hook context "
+    "and what the transcript shows, and reply with only the verdict JSON object."
 )
 
 

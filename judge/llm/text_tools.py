@@ -197,11 +197,12 @@ RESULTS_FOOTER = (
 )
 
 
-def results_message(calls: list[TextToolCall], results: list[str]) -> str:
-    """The user message that hands the results of text tool calls back to the model."""
+def results_message(calls: list[TextToolCall], results: list[str], footer: str = RESULTS_FOOTER) -> str:
+    """The user message that hands the results of text tool calls back to the model;
+    ``footer`` ends it (the verdict turn's own instruction when no call may follow)."""
     parts = [RESULTS_HEADER]
     for number, (call, result) in enumerate(zip(calls, results, strict=True), 1):
         arguments = json.dumps(call.arguments, ensure_ascii=False)
         parts.append(f"[{number}] {call.name} {arguments}:\n{result}")
-    parts.append(RESULTS_FOOTER)
+    parts.append(footer)
     return "\n\n".join(parts)
