@@ -85,7 +85,7 @@ def test_a_damaged_state_file_blocks_a_stop_whose_hook_says_failmode_block(tmp_p
     out, _ = claude_code(tmp_path, STOP_BLOCKING, payload)
     assert out["decision"] == "block" and out["reason"].startswith("Hook error: unexpected failure")
     allowing = STOP_BLOCKING.replace("failMode: block", "failMode: allow")
-    out, _ = claude_code(tmp_path, allowing, payload)
+    out, _ = claude_code(tmp_path, allowing, {**payload, "session_id": "s2"})  # a session keeps its config
     assert "decision" not in out and out["systemMessage"].endswith("not checked")
 
 

@@ -89,7 +89,7 @@ def test_an_edited_config_is_loaded_again(tmp_path: Path, hook_writable: Path) -
     before = config.stat().st_mtime_ns
     write_config(config, "Bash", marker)  # same size as before
     os.utime(config, ns=(before + 10**9, before + 10**9))  # a distinct time even on coarse clocks
-    out, heavy = call(tmp_path, config, pre("Bash"))
+    out, heavy = call(tmp_path, config, pre("Bash", session_id="s2"))  # a new session: the edit counts
     assert "judge.config" in heavy and json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
@@ -133,6 +133,6 @@ def test_a_broken_config_is_never_skipped(tmp_path: Path) -> None:
     config = write_config(tmp_path / "judge.yaml", "Write", tmp_path / "m")
     call(tmp_path, config, pre("Bash"))
     config.write_text("hooks: [not, a, mapping]\n", encoding="utf-8")
-    out, heavy = call(tmp_path, config, pre("Bash"))
+    out, heavy = call(tmp_path, config, pre("Bash", session_id="s2"))
     assert "judge.config" in heavy
     assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny"  # fails closed

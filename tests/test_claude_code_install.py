@@ -73,7 +73,14 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     data = settings(project / ".claude" / "settings.json")
     assert data["model"] == "opus"
     hooks = data["hooks"]
-    assert set(hooks) == {"Stop", "PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"}
+    assert set(hooks) == {
+        "SessionStart",
+        "Stop",
+        "PreToolUse",
+        "PreSkillShellCommand",
+        "PostToolUse",
+        "PostToolUseFailure",
+    }
     assert hooks["PreToolUse"][0] == USER_HOOK
     config = '"$CLAUDE_PROJECT_DIR"/.claude/judge.yaml'
     command = f"{shlex.quote(sys.executable)} -m judge claude-code --config {config}"
@@ -92,6 +99,9 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     }
     assert hooks["PostToolUse"] == [post]
     assert hooks["PostToolUseFailure"] == [post]
+    # A session keeps the configuration it started with: SessionStart pins it.
+    start = {"type": "command", "command": f"{command} --timeout 15", "timeout": 25}
+    assert hooks["SessionStart"] == [{"hooks": [start]}]
     assert "maxRejections: 12 is above Claude Code's cap of 8" in done.stderr
 
 

@@ -10,7 +10,9 @@ from judge.config.load import (
     BARE_KEYS,
     RESOURCE_KEYS,
     config_from_data,
+    config_from_text,
     load_config,
+    read_config_text,
     validate_custom_agent,
 )
 from judge.config.models import (
@@ -45,11 +47,13 @@ __all__ = [
     "Hook",
     "HookSet",
     "config_from_data",
+    "config_from_text",
     "config_json_schema",
     "duplicate_key_problems",
     "load_config",
     "parse_document",
     "parse_yaml",
+    "read_config_text",
     "type_field_problems",
     "unique_object",
     "validate_custom_agent",

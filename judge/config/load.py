@@ -298,15 +298,26 @@ def config_from_data(data: Any, base_dir: Path | None = None, source: str | None
     )
 
 
-def load_config(path: str | Path) -> Config:
-    """Read, parse and validate a config file (YAML or JSON)."""
+def read_config_text(path: str | Path) -> str:
+    """A config file's text (bounded), or a :class:`ConfigError` saying why not."""
     p = Path(path)
     try:
-        text = read_text(p, "config file")
+        return read_text(p, "config file")
     except FileNotFoundError:
         raise ConfigError([f"file not found: {p}"], str(p)) from None
     except (NotARegularFile, FileTooLarge) as exc:
         raise ConfigError([str(exc)], str(p)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError([f"cannot read {p}: {exc}"], str(p)) from None
+
+
+def config_from_text(text: str, path: str | Path) -> Config:
+    """Parse and validate ``text`` as the config file ``path`` (relative paths in it are
+    relative to that file's folder)."""
+    p = Path(path)
     return config_from_data(parse_document(text, str(p)), base_dir=p.resolve().parent, source=str(p))
+
+
+def load_config(path: str | Path) -> Config:
+    """Read, parse and validate a config file (YAML or JSON)."""
+    return config_from_text(read_config_text(path), path)

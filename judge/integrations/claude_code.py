@@ -17,8 +17,9 @@ PreToolUse calls and lets the rest through with a ``systemMessage``. A hook that
 not decide (its model down or timed out, its script crashing) is answered per its
 failMode and named in a ``systemMessage``, so a check that did not run is never silent.
 With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``) nothing is checked
-and nothing is blocked. Events judge does not handle (``WorktreeCreate``,
-``SessionStart``, ...) are a silent no-op: nothing on stdout, exit 0.
+and nothing is blocked. ``SessionStart`` pins the configuration the session is judged
+by (:mod:`~judge.integrations.claude_code_pin`); events judge does not handle
+(``WorktreeCreate``, ...) are a silent no-op: nothing on stdout, exit 0.
 
 Deadline and signals: with ``--timeout SECONDS`` judge answers before that deadline by
 itself, per the failMode of the hooks it was running (PreToolUse hooks fail closed by
@@ -46,7 +47,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.config import STOP_EVENTS, Config, HookSet, load_config
+from judge.config import STOP_EVENTS, Config, HookSet, config_from_text, read_config_text
 from judge.decision import PromptJudge
 from judge.errors import ConfigError, ContextError
 from judge.integrations.claude_code_context import (
@@ -71,11 +72,14 @@ from judge.integrations.claude_code_failure import (
 from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
 from judge.integrations.claude_code_fast import write_index
 from judge.integrations.claude_code_output import with_failures_told
+from judge.integrations.claude_code_pin import enabled as pins_enabled
+from judge.integrations.claude_code_pin import keep_copy, read_pin, session_config, write_pin
 from judge.integrations.claude_code_protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
     REWRITE_ENV,
     REWRITE_MODES,
+    SESSION_START,
     ClaudeCodeInput,
     InputError,
     RewriteMode,
@@ -243,7 +247,7 @@ def rewrite_mode(value: str | None) -> RewriteMode:
     raise ConfigError([f"rewrite mode {raw!r} is not one of {', '.join(REWRITE_MODES)}"])
 
 
-def _write_config_index(state_path: Path, config_path: str, config: Config) -> None:
+def _write_config_index(state_path: Path, config_path: str, config: Config, sha: str) -> None:
     """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
     from judge.config import EVENTS
 
@@ -251,7 +255,74 @@ def _write_config_index(state_path: Path, config_path: str, config: Config) -> N
         return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
 
     agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
-    write_index(str(state_path), config_path, matchers(config.hooks), agents)
+    write_index(str(state_path), config_path, matchers(config.hooks), agents, sha)
+
+
+def session_configuration(
+    config_path: str, state_path: Path, session_id: str | None
+) -> tuple[Config, str | None]:
+    """The configuration this call is judged by, and a note for the user (or None).
+
+    A session keeps the configuration it started with (:mod:`claude_code_pin`): an edited,
+    broken or deleted file counts from the next session on. A :class:`ConfigError` when
+    neither the file nor the session's pin gives a valid configuration.
+    """
+    state = str(state_path)
+    try:
+        current: str | None = read_config_text(config_path)
+        unreadable: ConfigError | None = None
+    except ConfigError as exc:
+        current, unreadable = None, exc
+    chosen = session_config(state, session_id, config_path, current)
+    if chosen.text is not None:
+        return runnable(config_from_text(chosen.text, config_path)), chosen.note
+    if chosen.note:
+        warn(chosen.note)
+    if current is None:
+        raise unreadable or ConfigError([f"cannot read {config_path}"], config_path)
+    config = runnable(config_from_text(current, config_path))  # templates and models checked too
+    sha = keep_copy(state, current)
+    _write_config_index(state_path, config_path, config, sha)
+    if chosen.first and session_id:
+        write_pin(state, session_id, config_path, sha)
+    return config, chosen.note
+
+
+def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None:
+    """SessionStart: pin the configuration as it is when Claude Code starts or resumes the
+    session (a resume is a new start: Claude Code reads its own settings again too). Prints
+    nothing (SessionStart's output would reach the model); problems go to stderr, and the
+    session's first judged call reports them."""
+    config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
+    session = hook_input.session_id
+    if not config_path or not session or not pins_enabled():
+        return
+    state_arg = getattr(args, "state", None)
+    state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
+    if (
+        read_pin(str(state_path), session, config_path) is not None
+        and getattr(hook_input, "source", None) != "resume"
+    ):
+        return  # /clear or a compaction within the running session: it keeps its configuration
+    try:
+        text = read_config_text(config_path)
+        config = runnable(config_from_text(text, config_path))
+    except ConfigError as exc:
+        warn(f"invalid judge configuration {config_path}: {exc.problems[0] if exc.problems else exc}")
+        return
+    sha = keep_copy(str(state_path), text)
+    _write_config_index(state_path, config_path, config, sha)
+    write_pin(str(state_path), session, config_path, sha)
+
+
+def with_note(output: dict[str, Any] | None, note: str | None) -> dict[str, Any] | None:
+    """``output`` with ``note`` added to its ``systemMessage`` (the user sees it)."""
+    if note is None:
+        return output
+    out = dict(output or {})
+    told = out.get("systemMessage")
+    out["systemMessage"] = f"{told}; {note}" if isinstance(told, str) and told else f"judge: {note}"
+    return out
 
 
 def main(args: argparse.Namespace) -> int:
@@ -264,6 +335,9 @@ def main(args: argparse.Namespace) -> int:
         input_failure(exc, getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG"))
         return 0
     event = hook_input.hook_event_name
+    if event == SESSION_START:
+        start_session(args, hook_input)
+        return 0
     if event not in HANDLED_EVENTS:
         # A no-op, silently on stdout: any output could break events such as WorktreeCreate.
         warn(f"event {event!r} is not handled (handled: {', '.join(HANDLED_EVENTS)}); ignored")
@@ -277,17 +351,16 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         adapter_failure(event, exc.problems[0])
         return 0
+    state_arg = getattr(args, "state", None)
+    state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
     try:
-        config = runnable(load_config(config_path))  # templates and models checked too
+        config, note = session_configuration(config_path, state_path, hook_input.session_id)
     except ConfigError as exc:
         for problem in exc.problems:
             warn(f"{config_path}: {problem}")
         first = exc.problems[0] if exc.problems else "invalid"
         adapter_failure(event, f"invalid judge configuration {config_path}: {first}")
         return 0
-    state_arg = getattr(args, "state", None)
-    state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
-    _write_config_index(state_path, config_path, config)
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
     timeout = getattr(args, "timeout", None)
@@ -302,6 +375,7 @@ def main(args: argparse.Namespace) -> int:
     except Exception as exc:  # an adapter failure (say, a damaged state file): per failMode
         hooks_failure(hook_input, config, f"unexpected failure ({type(exc).__name__}: {exc})", rewrite)
         return 0
+    output = with_note(output, note)
     if output is not None:
         print(json.dumps(output, ensure_ascii=False))
     return 0

@@ -30,13 +30,22 @@ import sys
 from typing import Any
 
 from judge import __version__
+from judge.integrations import claude_code_pin as pins
 
 #: Largest hook input read from stdin (the full adapter enforces the same limit).
 MAX_STDIN_BYTES = 64 * 1024 * 1024
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 #: Events the index may answer for (the full adapter handles every other one).
 FAST_EVENTS = frozenset(
-    {"Stop", "SubagentStop", "PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"}
+    {
+        "Stop",
+        "SubagentStop",
+        "PreToolUse",
+        "PreSkillShellCommand",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "SessionStart",  # no hooks: only the pin (see _same_config)
+    }
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"})
 #: Claude Code events judged with another event's hooks (a failed tool call is a PostToolUse,
@@ -73,12 +82,14 @@ def write_index(
     config_path: str,
     hooks: dict[str, list[str | None]],
     agents: dict[str, dict[str, list[str | None]]],
+    sha: str,
 ) -> None:
     """Record, for a configuration that loaded and validated, each event's matchers.
 
     ``hooks`` maps an event to the matchers of its agent-level hooks (``None`` for hooks
-    without one); ``agents`` the same per custom agent. Failures are ignored: the index is
-    only a shortcut.
+    without one); ``agents`` the same per custom agent; ``sha`` is the SHA-256 of the
+    file's text (:mod:`claude_code_pin`). Failures are ignored: the index is only a
+    shortcut.
     """
     try:
         path = index_path(state_path, config_path)
@@ -88,6 +99,7 @@ def write_index(
             "identity": _config_identity(config_path),
             "hooks": hooks,
             "agents": agents,
+            "sha256": sha,
         }
         tmp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -178,13 +190,34 @@ def try_fast(argv: list[str]) -> tuple[int | None, str | None]:
     if len(data) > MAX_STDIN_BYTES:
         return None, text
     state = flags.get("--state")
-    index = _read_index(os.path.expanduser(state) if state else default_state_path(), config)
+    state = os.path.expanduser(state) if state else default_state_path()
+    index = _read_index(state, config)
     if index is None:
         return None, text
     try:
         hook_input = json.loads(text)
     except (ValueError, RecursionError):  # the full adapter tells what is wrong
         return None, text
-    if isinstance(hook_input, dict) and _nothing_to_do(index, hook_input):
+    if (
+        isinstance(hook_input, dict)
+        and _same_config(index, hook_input, state, config)
+        and _nothing_to_do(index, hook_input)
+    ):
         return 0, None
     return None, text
+
+
+def _same_config(index: dict[str, Any], hook_input: dict[str, Any], state: str, config: str) -> bool:
+    """Whether the session is judged by the configuration the index describes: its pin
+    (:mod:`claude_code_pin`) names the same text, or it has none yet and is pinned to it."""
+    session, sha = hook_input.get("session_id"), index.get("sha256")
+    if not isinstance(sha, str):
+        return False
+    if not isinstance(session, str) or not session or not pins.enabled():
+        return True
+    pin = pins.read_pin(state, session, config)
+    starts = hook_input.get("hook_event_name") == "SessionStart" and hook_input.get("source") == "resume"
+    if pin is None or starts:  # a resumed session starts with the file as it is, like Claude Code
+        pins.write_pin(state, session, config, sha)
+        return True
+    return bool(pin["sha256"] == sha)

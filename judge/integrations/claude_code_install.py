@@ -7,8 +7,10 @@ exactly the Claude Code events the judge configuration needs:
 
 * the events come from the configuration (agent level and custom agents); PostToolUse
   hooks also register ``PostToolUseFailure`` and PreToolUse hooks ``PreSkillShellCommand``
-  (a skill's shell command, run without the Bash tool); nothing else is ever registered, and judge
-  entries found under events judge cannot serve (e.g. ``WorktreeCreate``) are removed;
+  (a skill's shell command, run without the Bash tool), and ``SessionStart`` pins the
+  configuration a session is judged by (:mod:`~judge.integrations.claude_code_pin`);
+  nothing else is ever registered, and judge entries found under events judge cannot
+  serve (e.g. ``WorktreeCreate``) are removed;
 * a tool event's Claude Code ``matcher`` covers the judge hooks' matchers (an exact list
   when they are plain names, an anchored regex otherwise, ``*`` when in doubt — judge's
   own matcher still decides which judge hooks run);
@@ -45,7 +47,12 @@ from typing import Any
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
-from judge.integrations.claude_code_protocol import CLAUDE_CODE_EVENTS, HANDLED_EVENTS, block_cap_warnings
+from judge.integrations.claude_code_protocol import (
+    CLAUDE_CODE_EVENTS,
+    HANDLED_EVENTS,
+    SESSION_START,
+    block_cap_warnings,
+)
 
 DEFAULT_CONFIG = Path(".claude") / "judge.yaml"
 #: Seconds judge keeps for itself beyond its hooks' timeouts (transcript, state, answer).
@@ -53,6 +60,8 @@ JUDGE_MARGIN = 5
 #: Seconds Claude Code's timeout sits above judge's own (interpreter start, unwinding).
 CLAUDE_CODE_MARGIN = 10
 MAX_JUDGE_TIMEOUT = 3600
+#: judge's deadline at SessionStart (it only loads and pins the configuration)
+SESSION_START_TIMEOUT = 15
 _JUDGE_COMMAND = re.compile(r"(?:^|[\s/\"'])(?:judge|-m\s+judge)[\"']?\s+claude-code(?:\s|$)")
 _PLAIN_NAMES = re.compile(r"^[A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*$")
 
@@ -179,6 +188,9 @@ def wanted_entries(
             if cc_event not in HANDLED_EVENTS:
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
             entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed))
+    if entries:  # the session keeps the configuration it started with (claude_code_pin)
+        command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None)
+        entries.insert(0, Entry(SESSION_START, None, SESSION_START_TIMEOUT, command))
     return entries
 
 
@@ -216,7 +228,7 @@ def merge(settings: dict[str, Any], entries: list[Entry]) -> tuple[dict[str, Any
             others = [h for h in handlers if not is_judge_handler(h)]
             if others:
                 kept.append({**group, "hooks": others})
-        if event not in HANDLED_EVENTS and event in slots:
+        if event not in HANDLED_EVENTS and event != SESSION_START and event in slots:
             notes.append(f"removed judge from {event}: judge cannot serve that event")
         if kept:
             hooks[event] = kept

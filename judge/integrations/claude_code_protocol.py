@@ -34,6 +34,9 @@ HANDLED_EVENTS: tuple[str, ...] = (
     "PostToolUse",
     "PostToolUseFailure",
 )
+#: A session starts (or resumes): judge pins the configuration it is judged by
+#: (:mod:`~judge.integrations.claude_code_pin`) and answers nothing.
+SESSION_START = "SessionStart"
 #: Judge configuration events about one tool call (their hooks match on the tool name).
 _TOOL_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse")
 #: The judge configuration event whose hooks judge a Claude Code event.

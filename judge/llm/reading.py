@@ -28,8 +28,7 @@ REPEATED = (
     "call: read other lines, search for something else, or give your verdict."
 )
 ALL_READ = (
-    "You have now read the whole transcript (all {lines} lines). Nothing more can be found "
-    "with the tools."
+    "You have now read the whole transcript (all {lines} lines). Nothing more can be found with the tools."
 )
 #: Ends the results before the verdict turn. Tool results push the check far up the
 #: conversation; restating where it is, right where the model decides, keeps small models

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections import deque
@@ -67,6 +68,24 @@ def test_stop_block_continues_then_the_stop_is_forced(session: ClaudeSession) ->
     assert len(requests) == 3, result.explain()
     assert reason not in hook_notes(requests[0])
     assert reason in hook_notes(requests[1]) and reason in hook_notes(requests[2])
+    assert "stop forced" in result.stdout
+
+
+def test_an_agent_that_empties_the_judge_config_is_still_judged(session: ClaudeSession) -> None:
+    """Claude Code refuses the agent's edits of its own settings, but judge's configuration
+    is an ordinary file: SessionStart pins it, so emptying it mid-session changes nothing
+    for that session, and the user is told that it changed."""
+    reason = "Run the tests before you stop."
+    session.events = ("SessionStart", "Stop")
+    hook = {"type": "prompt", "model": f"fake:block:{reason}", "maxRejections": 2}
+    hook["prompt"] = "Judge $ARGUMENTS"
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    edit = f"printf 'hooks: {{}}\\n' > {shlex.quote(str(session.config_path))}"
+    result = session.run("fix the bug", [tool("Bash", "t1", command=edit), say("Fixed, I think.")])
+    assert result.returncode == 0, result.explain()
+    assert session.config_path.read_text() == "hooks: {}\n"  # the agent's edit happened
+    assert any(reason in hook_notes(request) for request in result.agent_requests), result.explain()
+    assert "changed during this session" in result.stdout
     assert "stop forced" in result.stdout
 
 
