@@ -15,10 +15,19 @@ from judge.integrations.claude_code_transcript import ClaudeCodeRenderer, render
 
 
 def line(i: int) -> str:
+    """Row ``i`` of a conversation, following row ``i - 1`` as Claude Code's rows do."""
+    parent = None if i == 0 else f"{'u' if i % 2 else 'a'}{i - 1}"
     if i % 2:
         msg = {"id": f"m{i}", "content": [{"type": "text", "text": f"answer {i}"}]}
-        return json.dumps({"type": "assistant", "uuid": f"a{i}", "message": msg})
-    return json.dumps({"type": "user", "uuid": f"u{i}", "sessionId": "s", "message": {"content": f"ask {i}"}})
+        return json.dumps({"type": "assistant", "uuid": f"a{i}", "parentUuid": parent, "message": msg})
+    row = {
+        "type": "user",
+        "uuid": f"u{i}",
+        "parentUuid": parent,
+        "sessionId": "s",
+        "message": {"content": f"ask {i}"},
+    }
+    return json.dumps(row)
 
 
 def write(path: Path, lines: list[str], mode: str = "w") -> None:

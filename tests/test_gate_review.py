@@ -123,4 +123,4 @@ def test_claude_code_transcript_line_with_a_non_string_type_is_skipped() -> None
     for odd in ('{"type": ["user"]}', '{"type": {"k": 1}}'):
         assert renderer.feed(odd) == []
     line = '{"type": "user", "message": {"role": "user", "content": "hello"}}'
-    assert any("hello" in out for out in renderer.feed(line))
+    assert any("hello" in out for out in renderer.feed(line) + renderer.flush())

@@ -49,7 +49,7 @@ MAX_ENTRIES = 32
 MAX_AGE_SECONDS = 14 * 24 * 3600
 #: Bytes before the offset whose digest proves the transcript was only appended to.
 _TAIL_CHECK_BYTES = 4096
-_FORMAT = 2  # 2: user rows Claude Code wrote are labelled by their origin
+_FORMAT = 3  # 2: user rows Claude Code wrote are labelled by their origin; 3: turns no row follows
 _READ_CHUNK = 1 << 20
 
 
@@ -79,10 +79,10 @@ def _check(cancel: threading.Event | None) -> None:
         raise RenderCancelled("rendering the transcript was cancelled")
 
 
-def _too_long(renderer: ClaudeCodeRenderer) -> str:
-    """Count a line too long to keep, and the note that stands for it."""
+def _too_long(renderer: ClaudeCodeRenderer) -> list[str]:
+    """Count a line too long to keep: the note that stands for it (after a held turn)."""
     renderer.feed("")
-    return f"[line {renderer.line_number}: longer than {MAX_LINE_BYTES} bytes, skipped]"
+    return [*renderer.flush(), f"[line {renderer.line_number}: longer than {MAX_LINE_BYTES} bytes, skipped]"]
 
 
 def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None) -> str | None:
@@ -100,14 +100,14 @@ def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None)
             complete = raw.endswith(b"\n")
             if long or (not complete and len(raw) >= MAX_LINE_BYTES):
                 long = not complete
-                lines = [] if long else [_too_long(renderer)]
+                lines = [] if long else _too_long(renderer)
             else:
                 lines = renderer.feed(raw.decode("utf-8", errors="replace"))
             for line in lines:
                 out.write(line)
                 out.write("\n")
-        if long:
-            out.write(_too_long(renderer) + "\n")
+        for line in _too_long(renderer) if long else renderer.flush():
+            out.write(line + "\n")
     return renderer.last_assistant_text
 
 
@@ -206,7 +206,7 @@ def _update(
                 for piece in complete:
                     offset += too_long + len(pending) + len(piece) + 1
                     if too_long or len(pending) + len(piece) >= MAX_LINE_BYTES:
-                        rendered.append(_too_long(renderer))
+                        rendered.extend(_too_long(renderer))
                     else:
                         rendered.extend(renderer.feed((pending + piece).decode("utf-8", errors="replace")))
                     pending, too_long = b"", 0
@@ -216,6 +216,8 @@ def _update(
                     pending += tail
                 if rendered:
                     text.write(("\n".join(rendered) + "\n").encode("utf-8"))
+            if last := renderer.flush():  # a turn nothing follows yet is shown as it is
+                text.write(("\n".join(last) + "\n").encode("utf-8"))
             text.flush()
             text_size = text.tell()
         start = max(0, offset - _TAIL_CHECK_BYTES)

@@ -1,6 +1,7 @@
 """Text helpers of the Claude Code transcript renderer: plain text of content blocks,
 long lines and long blocks cut with a note, labelled multi-line entries, and the reason
-in a hook's feedback that Claude Code relays to the agent as a user turn."""
+in a hook's feedback that Claude Code relays to the agent as a user turn, and ``system``
+rows (compactions, API errors, Stop-hook summaries)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,30 @@ from typing import Any
 
 #: Longest rendered line; longer ones are cut with a note.
 MAX_LINE_CHARS = 2000
+
+#: Attachment kinds that carry nothing a judge needs (listings, snapshots, reminders).
+NOISE_ATTACHMENTS = frozenset(
+    {
+        "skill_listing",
+        "prompt_snapshot",
+        "file_snapshot",
+        "dynamic_skill",
+        "invoked_skills",
+        "todo_reminder",
+        "critical_system_reminder",
+        "deferred_tools_delta",
+        "hook_success",
+        "hook_cancelled",
+        "plan_mode",
+        "plan_mode_reentry",
+        "environment",
+        "model",
+        "agent_listing_delta",
+        "session_context",
+        "date",
+        "remote_session_change",
+    }
+)
 
 
 def clip(text: str, limit: int) -> str:
@@ -91,3 +116,40 @@ def user_label(obj: dict[str, Any], prefix: str) -> str:
     if obj.get("isSidechain") and obj.get("rowSource") == "recorded":
         return f"{prefix}TASK FROM THE PARENT AGENT"
     return f"{prefix}USER (meta)" if obj.get("isMeta") else f"{prefix}USER"
+
+
+def system_lines(obj: dict[str, Any], prefix: str) -> list[str]:
+    """A ``system`` row: compactions, API errors, Stop-hook summaries, turn times."""
+    subtype = obj.get("subtype") or "message"
+    label = f"{prefix}SYSTEM ({subtype})"
+    if subtype == "compact_boundary":
+        meta = obj.get("compactMetadata") or {}
+        trigger = meta.get("trigger", "?") if isinstance(meta, dict) else "?"
+        tokens = meta.get("preTokens") if isinstance(meta, dict) else None
+        detail = f" ({trigger}, {tokens} tokens before)" if tokens else f" ({trigger})"
+        return [f"{label}: conversation compacted{detail}"]
+    if subtype == "api_error":
+        error = obj.get("error") or obj.get("cause") or {}
+        cause = error.get("cause", error) if isinstance(error, dict) else error
+        code = cause.get("code") if isinstance(cause, dict) else cause
+        attempt = obj.get("retryAttempt")
+        retries = f" (retry {attempt}/{obj.get('maxRetries')})" if attempt else ""
+        return [clip(f"{label}: API error {code}{retries}", MAX_LINE_CHARS)]
+    if subtype == "stop_hook_summary":
+        count = obj.get("hookCount", 0)
+        prevented = "yes" if obj.get("preventedContinuation") else "no"
+        errors = obj.get("hookErrors") or []
+        failed = obj.get("failedHookErrorIndexes")
+        outcome = f"errors: {len(errors)}"
+        if isinstance(failed, list) and isinstance(errors, list):
+            # (newer releases: the other entries of hookErrors are blocking reasons)
+            failures = len({i for i in failed if isinstance(i, int) and 0 <= i < len(errors)})
+            outcome = f"blocked: {len(errors) - failures}, failed: {failures}"
+        reason = f", reason: {obj['stopReason']}" if obj.get("stopReason") else ""
+        summary = f"{count} Stop hook(s) ran, prevented continuation: {prevented}, {outcome}{reason}"
+        return [clip(f"{label}: {summary}", MAX_LINE_CHARS)]
+    if subtype == "turn_duration":
+        ms = obj.get("durationMs")
+        return [f"{label}: turn took {ms / 1000:.1f} s"] if isinstance(ms, (int, float)) else []
+    content = obj.get("content")
+    return list(labelled(label, block_text(content))) if content else [f"{label}"]

@@ -13,7 +13,9 @@ with a note saying how much was cut. ``attachment`` lines (hook feedback, queued
 input) are shown. User rows that are not the user's words are labelled for what they are:
 a hook's reason Claude Code relays to the agent (its blocking-error attachment right after
 it is not shown twice), a background task's notification, a subagent's task from its
-parent agent; ``summary`` lines before the first message (of other sessions) too.
+parent agent; ``summary`` lines before the first message (of other sessions) too. A user
+turn no later row follows was written by something other than Claude Code, and says so
+(:mod:`~judge.integrations.claude_code_rows`).
 
 The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state`), so a later Stop goes
 on where an earlier one stopped (:mod:`judge.integrations.claude_code_render_cache`).
@@ -25,13 +27,16 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from judge.integrations.claude_code_rows import follows, is_held, not_followed_label, relabel
 from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
 from judge.integrations.claude_code_text import (
+    NOISE_ATTACHMENTS,
     block_text,
     clip,
     hook_feedback,
     labelled,
     one_line,
+    system_lines,
     user_label,
 )
 
@@ -49,29 +54,6 @@ MAX_THINKING_CHARS = 240
 MAX_SUBAGENT_CHARS = 400
 
 _SKIPPED_TYPES = frozenset({"file-history-snapshot", "queue-operation"})
-#: Attachment kinds that carry nothing a judge needs (listings, snapshots, reminders).
-_NOISE_ATTACHMENTS = frozenset(
-    {
-        "skill_listing",
-        "prompt_snapshot",
-        "file_snapshot",
-        "dynamic_skill",
-        "invoked_skills",
-        "todo_reminder",
-        "critical_system_reminder",
-        "deferred_tools_delta",
-        "hook_success",
-        "hook_cancelled",
-        "plan_mode",
-        "plan_mode_reentry",
-        "environment",
-        "model",
-        "agent_listing_delta",
-        "session_context",
-        "date",
-        "remote_session_change",
-    }
-)
 
 
 class ClaudeCodeRenderer:
@@ -90,6 +72,10 @@ class ClaudeCodeRenderer:
         #: the reason of the last hook feedback relayed as a user turn (its blocking-error
         #: attachment, which follows it, is then not shown again)
         self._last_feedback: str | None = None
+        #: a user turn shown once the next row says whether it follows it (claude_code_rows):
+        #: its id, label, prefix and rendered lines
+        self._held: list[Any] | None = None
+        self._to_hold: tuple[str | None, str, str] | None = None
 
     def state(self) -> dict[str, Any]:
         """Everything the renderer remembers, as JSON-able data (see :meth:`from_state`)."""
@@ -101,6 +87,7 @@ class ClaudeCodeRenderer:
             "header_done": self._header_done,
             "conversation_started": self._conversation_started,
             "last_feedback": self._last_feedback,
+            "held": self._held,
         }
 
     @classmethod
@@ -121,6 +108,11 @@ class ClaudeCodeRenderer:
             renderer._conversation_started = bool(state["conversation_started"])
             last_feedback = state.get("last_feedback")  # (states written before it: none)
             renderer._last_feedback = None if last_feedback is None else str(last_feedback)
+            held = state.get("held")
+            if held is not None:
+                uuid, label, prefix, lines = held
+                renderer._held = [None if uuid is None else str(uuid), str(label), str(prefix)]
+                renderer._held.append([str(line) for line in lines])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a renderer state: {exc}") from None
         return renderer
@@ -141,22 +133,41 @@ class ClaudeCodeRenderer:
             obj = json.loads(raw)
             rendered = self._render(obj) if isinstance(obj, dict) else []
         except json.JSONDecodeError:
-            return [f"[line {self.line_number}: not JSON, skipped]"]
+            return [*self.flush(), f"[line {self.line_number}: not JSON, skipped]"]
         except (RecursionError, ValueError):  # an agent's tool input can be nested at will
-            return [f"[line {self.line_number}: nested too deeply to render, skipped]"]
+            return [*self.flush(), f"[line {self.line_number}: nested too deeply to render, skipped]"]
         if not isinstance(obj, dict):
             return []
-        out: list[str] = []
+        out: list[str] = self._release(obj) if obj.get("uuid") or rendered else []
         conversation = obj.get("type") in ("user", "assistant", "system", "attachment")  # has version, cwd
         if not self._header_done and obj.get("sessionId") and (conversation or obj.get("version")):
             self._header_done = True
             version = f" · Claude Code {obj['version']}" if obj.get("version") else ""
             cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
             out.append(f"=== Claude Code session {obj['sessionId']}{version}{cwd} ===")
-        out.extend(rendered)
+        if self._to_hold is not None:
+            self._held = [*self._to_hold, rendered]
+            self._to_hold = None
+        else:
+            out.extend(rendered)
         if obj.get("type") in ("user", "assistant"):
             self._conversation_started = True
         return out
+
+    def _release(self, row: dict[str, Any]) -> list[str]:
+        """The held user turn's lines, labelled as not the user's when ``row`` (the next
+        row with an id) does not follow it."""
+        if self._held is None:
+            return []
+        uuid, label, prefix, lines = self._held
+        self._held = None
+        if row.get("uuid") and not follows(row, uuid):
+            return relabel(lines, label, not_followed_label(prefix))
+        return list(lines)
+
+    def flush(self) -> list[str]:
+        """The held user turn's lines as they are (nothing follows it yet); call at the end."""
+        return self._release({})
 
     def _remember_tool(self, tool_id: str, name: str) -> None:
         """Name tool results by their call; only the most recent calls are remembered, so
@@ -185,7 +196,7 @@ class ClaudeCodeRenderer:
         if kind == "attachment":
             return self._attachment(obj, prefix)
         if kind == "system":
-            return self._system(obj, prefix)
+            return system_lines(obj, prefix)
         if kind == "progress":
             return self._progress(obj)
         return []
@@ -206,7 +217,7 @@ class ClaudeCodeRenderer:
         if not isinstance(att, dict):
             return []
         kind = att.get("type")
-        if not isinstance(kind, str) or kind in _NOISE_ATTACHMENTS:
+        if not isinstance(kind, str) or kind in NOISE_ATTACHMENTS:
             return []
         event = att.get("hookEvent") or ""
         name = att.get("hookName") or ""
@@ -246,6 +257,9 @@ class ClaudeCodeRenderer:
             self._last_feedback = feedback
             return list(labelled(f"{prefix}HOOK FEEDBACK (relayed to the agent)", block_text(content)))
         label = user_label(obj, prefix)
+        if is_held(obj, content):
+            uuid = obj.get("uuid")
+            self._to_hold = (uuid if isinstance(uuid, str) else None, label, prefix)
         if isinstance(content, str):
             return list(labelled(label, content))
         out: list[str] = []
@@ -314,41 +328,6 @@ class ClaudeCodeRenderer:
             else:
                 setattr(self, slot, (msg_id, text))
 
-    def _system(self, obj: dict[str, Any], prefix: str) -> list[str]:
-        subtype = obj.get("subtype") or "message"
-        label = f"{prefix}SYSTEM ({subtype})"
-        if subtype == "compact_boundary":
-            meta = obj.get("compactMetadata") or {}
-            trigger = meta.get("trigger", "?") if isinstance(meta, dict) else "?"
-            tokens = meta.get("preTokens") if isinstance(meta, dict) else None
-            detail = f" ({trigger}, {tokens} tokens before)" if tokens else f" ({trigger})"
-            return [f"{label}: conversation compacted{detail}"]
-        if subtype == "api_error":
-            error = obj.get("error") or obj.get("cause") or {}
-            cause = error.get("cause", error) if isinstance(error, dict) else error
-            code = cause.get("code") if isinstance(cause, dict) else cause
-            attempt = obj.get("retryAttempt")
-            retries = f" (retry {attempt}/{obj.get('maxRetries')})" if attempt else ""
-            return [clip(f"{label}: API error {code}{retries}", MAX_LINE_CHARS)]
-        if subtype == "stop_hook_summary":
-            count = obj.get("hookCount", 0)
-            prevented = "yes" if obj.get("preventedContinuation") else "no"
-            errors = obj.get("hookErrors") or []
-            failed = obj.get("failedHookErrorIndexes")
-            outcome = f"errors: {len(errors)}"
-            if isinstance(failed, list) and isinstance(errors, list):
-                # (newer releases: the other entries of hookErrors are blocking reasons)
-                failures = len({i for i in failed if isinstance(i, int) and 0 <= i < len(errors)})
-                outcome = f"blocked: {len(errors) - failures}, failed: {failures}"
-            reason = f", reason: {obj['stopReason']}" if obj.get("stopReason") else ""
-            summary = f"{count} Stop hook(s) ran, prevented continuation: {prevented}, {outcome}{reason}"
-            return [clip(f"{label}: {summary}", MAX_LINE_CHARS)]
-        if subtype == "turn_duration":
-            ms = obj.get("durationMs")
-            return [f"{label}: turn took {ms / 1000:.1f} s"] if isinstance(ms, (int, float)) else []
-        content = obj.get("content")
-        return list(labelled(label, block_text(content))) if content else [f"{label}"]
-
     def _progress(self, obj: dict[str, Any]) -> list[str]:
         """Only a running subagent's messages are worth showing (briefly)."""
         data = obj.get("data")
@@ -390,6 +369,7 @@ def render_claude_code_lines(lines: Iterable[str]) -> Iterator[str]:
     renderer = ClaudeCodeRenderer()
     for raw in lines:
         yield from renderer.feed(raw)
+    yield from renderer.flush()
 
 
 def last_assistant_text(lines: Iterable[str]) -> str | None:
