@@ -78,6 +78,8 @@ class HookAnswer:
     reason: str | None = None
     additional_context: str | None = None
     updated_input: dict[str, Any] | None = None
+    #: ``permissionDecision: "ask"``: allowed, but the user is to confirm (where there is one)
+    ask: bool = False
 
 
 def _clean_reason(value: Any) -> str | None:
@@ -127,6 +129,7 @@ def answer_from_object(obj: Any) -> HookAnswer:
         if raw not in ("allow", "deny", "ask"):
             raise HookError(f"'permissionDecision' must be allow/deny/ask, got {raw!r}")
         decision = "block" if raw == "deny" else "allow"
+        return HookAnswer(decision, reason, extra, updated, ask=raw == "ask")
     elif specific:
         decision = "allow"
     else:
@@ -214,6 +217,8 @@ class HookOutcome(BaseModel):
     cost_usd: float | None = Field(None, alias="costUsd")
     additional_context: str | None = Field(None, exclude=True)
     updated_input: dict[str, Any] | None = Field(None, exclude=True)
+    #: a PreToolUse hook allowed the call for the user to confirm (``permissionDecision: "ask"``)
+    asks: bool = Field(False, exclude=True)
     counts_as_rejection: bool = Field(False, exclude=True)
     #: ``"shadow"`` for a shadow hook: what it would have decided, never acted on.
     mode: Literal["shadow"] | None = None
@@ -236,6 +241,20 @@ class HookOutcome(BaseModel):
         return f"{where} {verb}: {shown} -> {self.decision} (its failMode)"
 
 
+def last_additional_context(outcomes: list[HookOutcome]) -> str | None:
+    """The additionalContext of the last hook that gave one (later hooks win; shadow hooks
+    never add context)."""
+    extra = [o.additional_context for o in outcomes if o.effective and o.additional_context is not None]
+    return extra[-1] if extra else None
+
+
+def asked(outcomes: list[HookOutcome]) -> str | None:
+    """The reasons of the PreToolUse hooks that want the user asked ("" without one), or
+    None when none does (shadow hooks never ask)."""
+    asking = [o for o in outcomes if o.asks and o.effective]
+    return "\n".join(o.reason for o in asking if o.reason) if asking else None
+
+
 class Decision(BaseModel):
     """The gate's answer for one event."""
 
@@ -248,6 +267,9 @@ class Decision(BaseModel):
     rejection_count: int = Field(0, alias="rejectionCount")
     additional_context: str | None = Field(None, exclude=True)
     updated_input: dict[str, Any] | None = Field(None, alias="updatedInput")
+    #: PreToolUse allowed, but a hook asks for the user's confirmation: its reason (or "");
+    #: acted on where a user can be asked (Claude Code), otherwise an allow
+    ask: str | None = Field(None, exclude=True)
     hooks: list[HookOutcome] = Field(default_factory=list)
     #: problems beside the decision that the caller should show (say, an unwritable audit log)
     notes: list[str] = Field(default_factory=list, exclude=True)

@@ -38,6 +38,8 @@ from judge.decision import (
     PromptRequest,
     PromptVerdict,
     Usage,
+    asked,
+    last_additional_context,
     parse_hook_output,
 )
 from judge.errors import HookError
@@ -69,13 +71,6 @@ def _dumps(context: dict[str, Any]) -> str:
 
 #: Why prompt hooks are not judged in the current evaluation (a spent budget), or None.
 _BUDGET_EXHAUSTED: ContextVar[str | None] = ContextVar("judge_budget_exhausted", default=None)
-
-
-def _last_additional_context(outcomes: list[HookOutcome]) -> str | None:
-    """The additionalContext of the last hook that gave one (later hooks win; shadow hooks
-    never add context)."""
-    extra = [o.additional_context for o in outcomes if o.effective and o.additional_context is not None]
-    return extra[-1] if extra else None
 
 
 class Engine:
@@ -240,6 +235,9 @@ class Engine:
         reason = answer.reason.strip() if answer.reason and answer.reason.strip() else None
         outcome.additional_context = answer.additional_context
         outcome.updated_input = answer.updated_input
+        outcome.asks = answer.ask and event == "PreToolUse"
+        if outcome.asks:
+            outcome.reason = reason
         if answer.decision == "block":
             if event in STOP_EVENTS:
                 # A rejection without a reason is an approval (exit 2 always has one).
@@ -361,7 +359,7 @@ class Engine:
             event="PostToolUse",
             decision="block" if blocking else "allow",
             reason="\n".join(o.reason or DEFAULT_POST_BLOCK_REASON for o in blocking) or None,
-            additional_context=_last_additional_context(outcomes),
+            additional_context=last_additional_context(outcomes),
             hooks=outcomes,
         )
 
@@ -395,6 +393,7 @@ class Engine:
             event="PreToolUse",
             decision="allow",
             updatedInput=updated,
-            additional_context=_last_additional_context(outcomes),
+            additional_context=last_additional_context(outcomes),
+            ask=asked(outcomes),
             hooks=outcomes,
         )

@@ -4,8 +4,10 @@
   nothing lets it stop; ``{"systemMessage": ...}`` tells the user a stop was forced.
 * PreToolUse: a denial is ``hookSpecificOutput.permissionDecision: "deny"``; a rewrite is
   ``hookSpecificOutput.updatedInput``, handed over per the rewrite mode (below).
+* PreToolUse, a hook answering ``permissionDecision: "ask"``: ``permissionDecision: "ask"``
+  with its reason (the user confirms the call; headless sessions deny it).
 * PreSkillShellCommand (a skill's shell command, judged by the PreToolUse hooks): a denial
-  the same way; a rewrite cannot be applied there, so it becomes a denial saying so.
+  the same way; a rewrite or an ask cannot be applied there, so it becomes a denial saying so.
 * PostToolUse: a block replaces the tool result through ``hookSpecificOutput.updatedToolOutput``
   (Claude Code 2.1.121 and later) with ``[Hook Blocked Tool Result] <reason>`` in the shape
   the tool's own output has, and also answers ``decision: "block"`` with the reason.
@@ -38,6 +40,7 @@ from judge.integrations.claude_code_text import one_line
 DEFAULT_BLOCK_REASON = "Blocked by judge"
 DEFAULT_RESULT_BLOCK_REASON = "Tool result blocked by hook"
 REWRITE_REASON = "judge rewrote the tool input"
+ASK_REASON = "a judge hook asks you to confirm this call"
 #: Failed hooks named in one systemMessage (the rest are counted).
 MAX_FAILURES_TOLD = 3
 #: Tools whose result the model sees as a fixed confirmation: nothing there to withhold.
@@ -127,6 +130,9 @@ def _pre_tool_use_output(decision: Decision, rewrite: RewriteMode) -> dict[str, 
             specific["permissionDecision"] = rewrite
             specific["permissionDecisionReason"] = REWRITE_REASON
         specific["updatedInput"] = decision.updated_input
+    if decision.ask is not None:  # a hook wants the user to confirm: never skipped by a rewrite mode
+        specific["permissionDecision"] = "ask"
+        specific["permissionDecisionReason"] = decision.ask or ASK_REASON
     if decision.additional_context is not None:
         specific["additionalContext"] = decision.additional_context
     return {"hookSpecificOutput": specific} if len(specific) > 1 else None
@@ -137,11 +143,14 @@ def _skill_command_output(decision: Decision) -> dict[str, Any] | None:
     rewrite there (any ``updatedInput`` stops the command), so a rewrite is a denial that
     says what the policy wanted instead; additional context has no place in the answer."""
     reason = decision.reason or DEFAULT_BLOCK_REASON
-    if decision.decision != "block" and decision.updated_input is None:
+    if decision.decision != "block" and decision.updated_input is None and decision.ask is None:
         return None
-    if decision.decision != "block":
+    if decision.decision != "block" and decision.updated_input is not None:
         reason = f"the policy would run it rewritten ({one_line(str(decision.updated_input), 300)}); "
         reason += "a skill's shell command cannot be rewritten"
+    elif decision.decision != "block":
+        reason = f"the policy asks you to confirm it ({decision.ask or ASK_REASON}); "
+        reason += "Claude Code cannot ask about a skill's shell command"
     specific = {"hookEventName": "PreSkillShellCommand", "permissionDecision": "deny"}
     return {"hookSpecificOutput": {**specific, "permissionDecisionReason": reason}}
 

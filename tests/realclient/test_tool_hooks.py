@@ -128,6 +128,24 @@ def test_rewrite_modes_chosen_by_the_user(
         assert seen.get("is_error") is True
 
 
+def test_a_hook_that_asks_is_not_an_allow(session: ClaudeSession) -> None:
+    """A command hook answering ``permissionDecision: "ask"`` wants the user to confirm;
+    judge used to count it as an allow, so a rule allowing Bash ran the call unasked.
+    Headless Claude Code cannot ask, so it refuses the call."""
+    asks = {
+        "hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "Confirm writes."}
+    }
+    session.judge_config = {
+        "hooks": {"PreToolUse": [command_hook(f"echo '{json.dumps(asks)}'", matcher="Bash")]}
+    }
+    reply = tool("Bash", "toolu_ask", command=_write(session, "x"))
+    result = session.run("write the file", [reply], allowed_tools="Bash")
+    assert result.returncode == 0, result.explain()
+    assert not (session.project / "out.txt").exists()
+    seen = tool_result_of(result.agent_requests[1], "toolu_ask")
+    assert seen is not None and seen.get("is_error") is True, seen
+
+
 MCP_TOOL = "mcp__demo__secret"
 
 
