@@ -36,7 +36,7 @@ async def test_the_hook_environment_is_an_allow_list(monkeypatch: pytest.MonkeyP
     unlisted = {
         "DATABASE_URL": "postgresql://app:pw@db/prod",
         "SENTRY_DSN": "https://key@sentry.example/1",
-        "COMPANY_INTERNAL_SETTING": "on",
+        "COMPANY_INTERNAL_SETTING": "internal-setting-value-7",  # (not a substring of a temp dir's name)
     }
     for name, value in unlisted.items():
         monkeypatch.setenv(name, value)

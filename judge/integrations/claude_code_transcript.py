@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from judge.integrations.claude_code_rows import follows, is_held, not_followed_label, relabel
+from judge.integrations.claude_code_rows import RowCheck
 from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
 from judge.integrations.claude_code_text import (
     NOISE_ATTACHMENTS,
@@ -64,6 +64,8 @@ class ClaudeCodeRenderer:
 
     def __init__(self) -> None:
         self.tool_names: dict[str, str] = {}
+        #: which rows are Claude Code's (claude_code_rows)
+        self.rows = RowCheck()
         self.line_number = 0
         self._last_main: tuple[str | None, str] = (None, "")
         self._last_any: tuple[str | None, str] = (None, "")
@@ -72,10 +74,6 @@ class ClaudeCodeRenderer:
         #: the reason of the last hook feedback relayed as a user turn (its blocking-error
         #: attachment, which follows it, is then not shown again)
         self._last_feedback: str | None = None
-        #: a user turn shown once the next row says whether it follows it (claude_code_rows):
-        #: its id, label, prefix and rendered lines
-        self._held: list[Any] | None = None
-        self._to_hold: tuple[str | None, str, str] | None = None
 
     def state(self) -> dict[str, Any]:
         """Everything the renderer remembers, as JSON-able data (see :meth:`from_state`)."""
@@ -87,7 +85,7 @@ class ClaudeCodeRenderer:
             "header_done": self._header_done,
             "conversation_started": self._conversation_started,
             "last_feedback": self._last_feedback,
-            "held": self._held,
+            "rows": self.rows.state(),
         }
 
     @classmethod
@@ -108,11 +106,7 @@ class ClaudeCodeRenderer:
             renderer._conversation_started = bool(state["conversation_started"])
             last_feedback = state.get("last_feedback")  # (states written before it: none)
             renderer._last_feedback = None if last_feedback is None else str(last_feedback)
-            held = state.get("held")
-            if held is not None:
-                uuid, label, prefix, lines = held
-                renderer._held = [None if uuid is None else str(uuid), str(label), str(prefix)]
-                renderer._held.append([str(line) for line in lines])
+            renderer.rows = RowCheck.from_state(state.get("rows") or {})
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a renderer state: {exc}") from None
         return renderer
@@ -138,36 +132,20 @@ class ClaudeCodeRenderer:
             return [*self.flush(), f"[line {self.line_number}: nested too deeply to render, skipped]"]
         if not isinstance(obj, dict):
             return []
-        out: list[str] = self._release(obj) if obj.get("uuid") or rendered else []
+        out: list[str] = []
         conversation = obj.get("type") in ("user", "assistant", "system", "attachment")  # has version, cwd
         if not self._header_done and obj.get("sessionId") and (conversation or obj.get("version")):
             self._header_done = True
             version = f" · Claude Code {obj['version']}" if obj.get("version") else ""
             cwd = f" · cwd {obj['cwd']}" if obj.get("cwd") else ""
             out.append(f"=== Claude Code session {obj['sessionId']}{version}{cwd} ===")
-        if self._to_hold is not None:
-            self._held = [*self._to_hold, rendered]
-            self._to_hold = None
-        else:
-            out.extend(rendered)
         if obj.get("type") in ("user", "assistant"):
             self._conversation_started = True
-        return out
-
-    def _release(self, row: dict[str, Any]) -> list[str]:
-        """The held user turn's lines, labelled as not the user's when ``row`` (the next
-        row with an id) does not follow it."""
-        if self._held is None:
-            return []
-        uuid, label, prefix, lines = self._held
-        self._held = None
-        if row.get("uuid") and not follows(row, uuid):
-            return relabel(lines, label, not_followed_label(prefix))
-        return list(lines)
+        return self.rows.place(obj, out, rendered)
 
     def flush(self) -> list[str]:
-        """The held user turn's lines as they are (nothing follows it yet); call at the end."""
-        return self._release({})
+        """Lines still waiting (a user turn nothing follows yet); call at the end."""
+        return self.rows.flush()
 
     def _remember_tool(self, tool_id: str, name: str) -> None:
         """Name tool results by their call; only the most recent calls are remembered, so
@@ -256,10 +234,7 @@ class ClaudeCodeRenderer:
             # A hook's reason relayed to the agent as a user turn: not the user's words.
             self._last_feedback = feedback
             return list(labelled(f"{prefix}HOOK FEEDBACK (relayed to the agent)", block_text(content)))
-        label = user_label(obj, prefix)
-        if is_held(obj, content):
-            uuid = obj.get("uuid")
-            self._to_hold = (uuid if isinstance(uuid, str) else None, label, prefix)
+        label = self.rows.user_label(obj, content, user_label(obj, prefix), prefix)
         if isinstance(content, str):
             return list(labelled(label, content))
         out: list[str] = []
@@ -274,7 +249,9 @@ class ClaudeCodeRenderer:
                 name = self.tool_names.get(tool_id, "tool")
                 status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
                 text = block_text(block.get("content"))
-                label_ = f"{prefix}{status} {name} [{tool_id}]"
+                label_ = self.rows.result_label(
+                    obj, f"{prefix}{status} {name} [{tool_id}]", tool_id, self.tool_names
+                )
                 out.extend(labelled(label_, text, TOOL_RESULT_HEAD_LINES, TOOL_RESULT_TAIL_LINES))
             elif btype == "text":
                 out.extend(labelled(label, str(block.get("text") or "")))
