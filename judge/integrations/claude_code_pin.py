@@ -34,8 +34,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 FORMAT = 1
 #: Pins and copies not used for this long are removed (seconds).
@@ -142,8 +141,7 @@ def prune(state_path: str, now: float | None = None) -> int:
     return removed
 
 
-@dataclass(frozen=True)
-class SessionConfig:
+class SessionConfig(NamedTuple):
     """What one call of a session loads: ``text`` (None: the file's own text, ``current``)
     and a ``note`` for the user (None: nothing to tell)."""
 
