@@ -35,18 +35,21 @@ from judge.integrations import claude_code_pin as pins
 #: Largest hook input read from stdin (the full adapter enforces the same limit).
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 INDEX_FORMAT = 2
-#: Events the index may answer for (the full adapter handles every other one).
-FAST_EVENTS = frozenset(
-    {
-        "Stop",
-        "SubagentStop",
-        "PreToolUse",
-        "PreSkillShellCommand",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "SessionStart",  # no hooks: only the pin (see _same_config)
-    }
+#: Claude Code events ``judge claude-code`` evaluates. Every other event is a no-op.
+HANDLED_EVENTS: tuple[str, ...] = (
+    "Stop",
+    "SubagentStop",
+    "PreToolUse",
+    "PreSkillShellCommand",
+    "PostToolUse",
+    "PostToolUseFailure",
 )
+#: A session starts (or resumes): judge pins the configuration it is judged by
+#: (:mod:`~judge.integrations.claude_code_pin`) and answers nothing.
+SESSION_START = "SessionStart"
+#: Events the index may answer for (the full adapter handles every other one); a
+#: SessionStart has no hooks, only the pin (see _same_config).
+FAST_EVENTS = frozenset({*HANDLED_EVENTS, SESSION_START})
 TOOL_EVENTS = frozenset({"PreToolUse", "PreSkillShellCommand", "PostToolUse", "PostToolUseFailure"})
 #: Claude Code events judged with another event's hooks (a failed tool call is a PostToolUse,
 #: a skill's shell command a PreToolUse).

@@ -22,21 +22,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from judge.integrations.claude_code_fast import HANDLED_EVENTS as HANDLED_EVENTS
+from judge.integrations.claude_code_fast import SESSION_START as SESSION_START
+
 if TYPE_CHECKING:
     from judge.config import Config
 
-#: Claude Code events ``judge claude-code`` evaluates. Every other event is a no-op.
-HANDLED_EVENTS: tuple[str, ...] = (
-    "Stop",
-    "SubagentStop",
-    "PreToolUse",
-    "PreSkillShellCommand",
-    "PostToolUse",
-    "PostToolUseFailure",
-)
-#: A session starts (or resumes): judge pins the configuration it is judged by
-#: (:mod:`~judge.integrations.claude_code_pin`) and answers nothing.
-SESSION_START = "SessionStart"
 #: Judge configuration events about one tool call (their hooks match on the tool name).
 _TOOL_EVENTS: tuple[str, ...] = ("PreToolUse", "PostToolUse")
 #: The judge configuration event whose hooks judge a Claude Code event.
