@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from judge.decision import Decision
 from judge.files import load_json, open_regular
@@ -31,6 +31,8 @@ SESSION_SUMMARIES = "session_summaries.jsonl"
 SHADOW_LOG = "shadow_log.jsonl"
 #: Characters of transcript text kept with a shadow record.
 SHADOW_TRANSCRIPT_CHARS = 1_000_000
+#: Longest record :func:`read_jsonl` reads (a longer line is skipped, never held whole).
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 
 def now_iso() -> str:
@@ -58,6 +60,16 @@ def append_jsonl(path: Path, record: dict[str, Any]) -> None:
         os.close(fd)
 
 
+def _skip_line(handle: BinaryIO) -> int:
+    """Read past the rest of a line in bounded pieces; how many bytes that was."""
+    skipped = 0
+    while piece := handle.readline(1 << 20):
+        skipped += len(piece)
+        if piece.endswith(b"\n"):
+            break
+    return skipped
+
+
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     """The records of a JSONL log, in order. A line that is not a JSON object (a record
     torn by a crash) is skipped with a warning on the ``judge.audit`` logger."""
@@ -66,7 +78,19 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     except FileNotFoundError:
         return
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        number = 0
+        while raw := handle.readline(MAX_RECORD_BYTES + 1):
+            number += 1
+            if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
+                size = len(raw) + _skip_line(handle)
+                _log.warning(
+                    "%s:%d: skipped a line of %d bytes (records are read up to %d)",
+                    path,
+                    number,
+                    size,
+                    MAX_RECORD_BYTES,
+                )
+                continue
             if not raw.strip():
                 continue
             try:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from judge import audit
 from judge.audit import AUDIT_LOG, AuditLog, append_jsonl, read_jsonl
 
 RECORD_BYTES = 64 << 20
@@ -91,3 +92,14 @@ def test_readers_skip_a_torn_last_line_and_the_writer_starts_a_new_line(tmp_path
     assert list(log.tool_calls()) == [{"n": 1}, {"n": 3}]
     assert path.read_text().splitlines()[-1] == json.dumps({"n": 3})
     assert list(log.session_summaries()) == []  # no file yet: no records
+
+
+def test_a_line_over_the_record_limit_is_skipped_with_a_warning(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(audit, "MAX_RECORD_BYTES", 1000)
+    path = tmp_path / AUDIT_LOG
+    huge = b'{"n": 2, "x": "' + b"a" * 5_000_000 + b'"}\n'  # read in bounded pieces, not whole
+    path.write_bytes(b'{"n": 1}\n' + huge + b'{"n": 3}\n' + b"b" * 3000)
+    with caplog.at_level(logging.WARNING, logger="judge.audit"):
+        assert list(read_jsonl(path)) == [{"n": 1}, {"n": 3}]
+    assert f":2: skipped a line of {len(huge)} bytes" in caplog.text
+    assert ":4: skipped a line of 3000 bytes" in caplog.text  # the last one has no newline
