@@ -1,4 +1,4 @@
-"""Hook templates cannot ask for unbounded memory or time with `*`, `+`, `**` or `range`:
+"""Hook templates cannot ask for unbounded memory or time with `*`, `+`, `~`, `**` or `range`:
 such a render is a template error (the hook's failMode decides) and `judge validate` says
 so; ordinary templates render as before."""
 
@@ -36,6 +36,11 @@ STOP = {"hook_event_name": "Stop", "final_output": "Done."}
         ("{{ '%0999999999d' | format(1) }}", "format: the result would be longer than"),
         ("{{ '%0999999999d' % 1 }}", "'%': the result would be longer than"),
         ("{{ ((10 ** 1000) ** 1000) ** 100 }}", "'**': the result would have more than"),
+        (
+            "{% set ns = namespace(x='ab') %}{% for i in range(40) %}{% set ns.x = ns.x ~ ns.x %}"
+            "{% endfor %}",
+            "'~': the result would be longer than",
+        ),
     ],
 )
 def test_template_bombs_are_template_errors(template: str, problem: str) -> None:
@@ -51,6 +56,9 @@ def test_ordinary_templates_render_as_before() -> None:
         "{{ 'ab' | center(6) }}|{{ 'a\nb' | indent(2) }}|{{ 'a-b' | replace('-', '+') }}|{{ '%03d' % 7 }}"
     )
     assert render_prompt(filters, STOP, arguments="") == "  ab  |a\n  b|a+b|007\n\n"
+    joined = "{{ 'a' ~ 1 ~ none ~ final_output }}{% set ns = namespace(x='ab') %}"
+    joined += "{% for i in range(3) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}|{{ ns.x }}"
+    assert render_prompt(joined, STOP, arguments="") == "a1NoneDone.|" + "ab" * 8 + "\n\n"
     assert len(render_prompt(f"{{{{ 'x' * {MAX_LENGTH} }}}}", STOP, arguments="")) == MAX_LENGTH + 2
 
 

@@ -6,7 +6,7 @@ template costs. A prompt such as ``{{ 'x' * 3000000000 }}`` took 8 GB, and two n
 (rendering happens on the event loop). :class:`BoundedEnvironment` refuses, with a
 template error (the hook's failMode then decides):
 
-* a repeated or joined string or list (``*``, ``+``) longer than :data:`MAX_LENGTH`, and
+* a repeated or joined string or list (``*``, ``+``, ``~``) longer than :data:`MAX_LENGTH`, and
   the same from the filters that grow text (``center``, ``indent``, ``replace``) or a
   format width (``format``, ``%``);
 * a power (``**``) with an exponent above :data:`MAX_EXPONENT`, or a result over
@@ -15,7 +15,7 @@ template error (the hook's failMode then decides):
   every call (nested loops multiply, so each inner ``range`` counts again).
 
 Not bounded: loops (``for``) over any value other than ``range`` - nested loops over a
-long string still take their time - and strings grown with ``~`` in a loop. This is not
+long string still take their time. This is not
 a resource sandbox for hostile templates: a template is the configuration author's code
 (or an authenticated API client's, for custom agents), and these limits catch the
 mistakes and the bombs that cost nothing to write.
@@ -27,7 +27,10 @@ import contextvars
 import re
 from typing import Any
 
+from jinja2.compiler import CodeGenerator, Frame
 from jinja2.exceptions import SecurityError
+from jinja2.nodes import Concat
+from jinja2.runtime import markup_join, str_join
 from jinja2.sandbox import SandboxedEnvironment
 
 #: Longest string or list a template may build with ``*`` or ``+``.
@@ -106,12 +109,32 @@ def _bounded_filters(filters: dict[str, Any]) -> None:
     )
 
 
+class _BoundedCodeGenerator(CodeGenerator):
+    """Compiles ``~`` to :meth:`BoundedEnvironment.bounded_concat` (Jinja joins in place)."""
+
+    def visit_Concat(self, node: Concat, frame: Frame) -> None:
+        self.write("environment.bounded_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("), context.eval_ctx)")
+
+
 class BoundedEnvironment(SandboxedEnvironment):
     """A sandboxed environment whose templates cannot ask for unbounded memory or time
-    through ``*``, ``+``, ``**``, ``%``, ``range`` or the filters that grow text
+    through ``*``, ``+``, ``~``, ``**``, ``%``, ``range`` or the filters that grow text
     (``center``, ``indent``, ``replace``, ``format``); see the module doc."""
 
     intercepted_binops = frozenset({"*", "+", "**", "%"})
+    code_generator_class = _BoundedCodeGenerator
+
+    def bounded_concat(self, parts: tuple[Any, ...], eval_ctx: Any) -> Any:
+        """``a ~ b ~ ...``, refused when longer than :data:`MAX_LENGTH` (each part is
+        bounded already, so a loop doubling a string stops at the limit)."""
+        joined = markup_join(parts) if eval_ctx.volatile or eval_ctx.autoescape else str_join(parts)
+        if len(joined) > MAX_LENGTH:
+            raise SecurityError(f"'~': the result would be longer than {MAX_LENGTH}")
+        return joined
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
