@@ -16,6 +16,7 @@ from judge.decision import PromptRequest
 from judge.errors import HookError
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
+from judge.llm.reading import DECIDE
 from judge.llm.text_tools import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, call, fail, say, verdict
 
@@ -124,6 +125,8 @@ async def test_at_the_round_limit_the_verdict_beside_a_call_counts(server, fmt, 
     result = await judge(server, fmt, traces, max_tool_rounds=1).evaluate(request_for(transcript))
     assert (result.ok, result.reason) == (False, "Tests failed.")
     assert len(server.requests) == 2 and traces[0].tool_calls == ["text:GrepSearch"]
+    # the results before the verdict turn say so, not "write another tool call"
+    assert last_user_text(server.requests[1]).endswith(DECIDE)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

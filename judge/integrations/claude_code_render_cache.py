@@ -80,9 +80,9 @@ def _check(cancel: threading.Event | None) -> None:
 
 
 def _too_long(renderer: ClaudeCodeRenderer) -> list[str]:
-    """Count a line too long to keep: the note that stands for it (after a held turn)."""
+    """Count a line too long to keep: the note that stands for it (after a waiting turn)."""
     renderer.feed("")
-    return [*renderer.flush(), f"[line {renderer.line_number}: longer than {MAX_LINE_BYTES} bytes, skipped]"]
+    return renderer.note(f"[line {renderer.line_number}: longer than {MAX_LINE_BYTES} bytes, skipped]")
 
 
 def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None) -> str | None:
@@ -106,7 +106,7 @@ def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None)
             for line in lines:
                 out.write(line)
                 out.write("\n")
-        for line in _too_long(renderer) if long else renderer.flush():
+        for line in [*(_too_long(renderer) if long else []), *renderer.flush()]:
             out.write(line + "\n")
     return renderer.last_assistant_text
 
@@ -216,10 +216,14 @@ def _update(
                     pending += tail
                 if rendered:
                     text.write(("\n".join(rendered) + "\n").encode("utf-8"))
-            if last := renderer.flush():  # a turn nothing follows yet is shown as it is
-                text.write(("\n".join(last) + "\n").encode("utf-8"))
             text.flush()
             text_size = text.tell()
+            # A turn nothing follows yet is shown as it is, but not kept: the cache stops
+            # before it and keeps it waiting, so the next Stop can still label it.
+            state = renderer.state()
+            if last := renderer.flush():
+                text.write(("\n".join(last) + "\n").encode("utf-8"))
+                text.flush()
         start = max(0, offset - _TAIL_CHECK_BYTES)
         entry.save(
             {
@@ -228,7 +232,7 @@ def _update(
                 "offset": offset,
                 "tail_digest": _digest(os.pread(src_fd, offset - start, start)),
                 "text_size": text_size,
-                "renderer": renderer.state(),
+                "renderer": state,
             }
         )
     return renderer.last_assistant_text, not pending and not too_long

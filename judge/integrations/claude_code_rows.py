@@ -29,10 +29,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: Claude Code's own notes that no row follows.
-_UNFOLLOWED_NOTES = ("[Request interrupted",)
+#: Claude Code's own notes that no row follows (exactly these texts).
+_UNFOLLOWED_NOTES = frozenset({"[Request interrupted by user]", "[Request interrupted by user for tool use]"})
 #: Calls whose result was seen, remembered (the most recent) to tell a second one.
 MAX_ANSWERED = 1000
+#: Ids of the most recent rows, remembered to tell a row that reuses one (a forged row
+#: taking the id of the row Claude Code's next row will follow).
+MAX_RECENT_IDS = 100
 
 
 def is_held(obj: dict[str, Any], content: Any) -> bool:
@@ -40,14 +43,14 @@ def is_held(obj: dict[str, Any], content: Any) -> bool:
     if obj.get("isSidechain"):
         return False  # subagent rows interleave with the main thread's in older transcripts
     if isinstance(content, str):
-        return not content.lstrip().startswith(_UNFOLLOWED_NOTES)
+        return content.strip() not in _UNFOLLOWED_NOTES
     if not isinstance(content, list):
         return False
     blocks = [b for b in content if isinstance(b, dict)]
     if any(b.get("type") == "tool_result" for b in blocks):
-        return False
-    texts = [str(b.get("text") or "") for b in blocks if b.get("type") == "text"]
-    return not (texts and texts[0].lstrip().startswith(_UNFOLLOWED_NOTES))
+        return False  # parallel calls' results do not follow each other: see result_label
+    texts = [str(b.get("text") or "").strip() for b in blocks if b.get("type") == "text"]
+    return not (len(texts) == 1 and texts[0] in _UNFOLLOWED_NOTES)
 
 
 def follows(row: dict[str, Any], uuid: str | None) -> bool:
@@ -69,10 +72,28 @@ def no_id_label(prefix: str) -> str:
     )
 
 
+def reused_id_label(prefix: str) -> str:
+    return (
+        f"{prefix}NOT FROM THE USER (its id is that of an earlier row: something other than "
+        "Claude Code wrote it into the transcript file)"
+    )
+
+
+def beside_forged_label(prefix: str) -> str:
+    return f"{prefix}NOT FROM THE USER (in a row with a tool result Claude Code did not write)"
+
+
 def relabel(lines: list[str], label: str, new_label: str) -> list[str]:
     """``lines`` rendered under ``label``, shown under ``new_label``."""
     head = f"{label}:"
     return [new_label + line[len(label) :] if line.startswith(head) else line for line in lines]
+
+
+def _keep(table: dict[str, None], key: str, limit: int) -> None:
+    table.pop(key, None)
+    table[key] = None
+    while len(table) > limit:
+        del table[next(iter(table))]
 
 
 class RowCheck:
@@ -84,10 +105,16 @@ class RowCheck:
         #: the waiting turn: [id, label, prefix, its lines, lines of id-less rows after it]
         self.held: list[Any] | None = None
         self.answered: dict[str, None] = {}
+        self.recent: dict[str, None] = {}
         self._to_hold: tuple[str, str, str] | None = None
 
     def state(self) -> dict[str, Any]:
-        return {"seen_id": self.seen_id, "held": self.held, "answered": list(self.answered)}
+        return {
+            "seen_id": self.seen_id,
+            "held": self.held,
+            "answered": list(self.answered),
+            "recent": list(self.recent),
+        }
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> RowCheck:
@@ -95,6 +122,7 @@ class RowCheck:
         check = cls()
         check.seen_id = bool(state.get("seen_id"))
         check.answered = dict.fromkeys(str(x) for x in list(state.get("answered") or []))
+        check.recent = dict.fromkeys(str(x) for x in list(state.get("recent") or []))
         held = state.get("held")
         if held is not None:
             uuid, label, prefix, lines, after = held
@@ -112,6 +140,8 @@ class RowCheck:
         uuid = obj.get("uuid")
         if not uuid and self.seen_id:
             return no_id_label(prefix)
+        if isinstance(uuid, str) and uuid in self.recent:
+            return reused_id_label(prefix)
         if isinstance(uuid, str) and is_held(obj, content):
             self._to_hold = (uuid, label, prefix)
         return label
@@ -119,12 +149,12 @@ class RowCheck:
     def result_label(self, obj: dict[str, Any], label: str, tool_id: str, calls: Mapping[str, str]) -> str:
         """A tool result's label, saying so when Claude Code cannot have written it."""
         first = tool_id not in self.answered
-        self.answered.pop(tool_id, None)
-        self.answered[tool_id] = None
-        while len(self.answered) > MAX_ANSWERED:
-            del self.answered[next(iter(self.answered))]
-        if not obj.get("uuid") and self.seen_id:
+        _keep(self.answered, tool_id, MAX_ANSWERED)
+        uuid = obj.get("uuid")
+        if not uuid and self.seen_id:
             return f"{label} (NOT FROM A TOOL: a row without the id Claude Code gives every row)"
+        if isinstance(uuid, str) and uuid in self.recent:
+            return f"{label} (NOT FROM A TOOL: its id is that of an earlier row)"
         if tool_id not in calls:
             return f"{label} (NOT FROM A TOOL: no call with this id comes before it)"
         if not first:
@@ -146,7 +176,17 @@ class RowCheck:
             now += head + rendered
         self._to_hold = None
         self.seen_id = self.seen_id or has_id
+        if has_id:
+            _keep(self.recent, str(obj["uuid"]), MAX_RECENT_IDS)
         return now
+
+    def note(self, line: str) -> list[str]:
+        """A line of the renderer's own (a row it cannot read): after the waiting turn, which
+        it neither confirms nor refutes."""
+        if self.held is not None:
+            self.held[4].append(line)
+            return []
+        return [line]
 
     def _release(self, row: dict[str, Any]) -> list[str]:
         if self.held is None:

@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from judge.integrations.claude_code_rows import RowCheck
+from judge.integrations.claude_code_rows import RowCheck, beside_forged_label
 from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
 from judge.integrations.claude_code_text import (
     NOISE_ATTACHMENTS,
@@ -127,9 +127,9 @@ class ClaudeCodeRenderer:
             obj = json.loads(raw)
             rendered = self._render(obj) if isinstance(obj, dict) else []
         except json.JSONDecodeError:
-            return [*self.flush(), f"[line {self.line_number}: not JSON, skipped]"]
+            return self.note(f"[line {self.line_number}: not JSON, skipped]")
         except (RecursionError, ValueError):  # an agent's tool input can be nested at will
-            return [*self.flush(), f"[line {self.line_number}: nested too deeply to render, skipped]"]
+            return self.note(f"[line {self.line_number}: nested too deeply to render, skipped]")
         if not isinstance(obj, dict):
             return []
         out: list[str] = []
@@ -142,6 +142,10 @@ class ClaudeCodeRenderer:
         if obj.get("type") in ("user", "assistant"):
             self._conversation_started = True
         return self.rows.place(obj, out, rendered)
+
+    def note(self, line: str) -> list[str]:
+        """A line of the renderer's own about a row it skipped (after a waiting turn)."""
+        return self.rows.note(line)
 
     def flush(self) -> list[str]:
         """Lines still waiting (a user turn nothing follows yet); call at the end."""
@@ -240,24 +244,30 @@ class ClaudeCodeRenderer:
         out: list[str] = []
         if not isinstance(content, list):
             return out
-        for block in content:
-            if not isinstance(block, dict):
-                continue
+        blocks = [block for block in content if isinstance(block, dict)]
+        results = {
+            i: self._result_label(obj, b, prefix)
+            for i, b in enumerate(blocks)
+            if b.get("type") == "tool_result"
+        }
+        if any("(NOT FROM A TOOL" in result for result in results.values()):
+            label = beside_forged_label(prefix)  # the row's text is no more the user's
+        for i, block in enumerate(blocks):
             btype = block.get("type")
             if btype == "tool_result":
-                tool_id = str(block.get("tool_use_id") or "")
-                name = self.tool_names.get(tool_id, "tool")
-                status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
                 text = block_text(block.get("content"))
-                label_ = self.rows.result_label(
-                    obj, f"{prefix}{status} {name} [{tool_id}]", tool_id, self.tool_names
-                )
-                out.extend(labelled(label_, text, TOOL_RESULT_HEAD_LINES, TOOL_RESULT_TAIL_LINES))
+                out.extend(labelled(results[i], text, TOOL_RESULT_HEAD_LINES, TOOL_RESULT_TAIL_LINES))
             elif btype == "text":
                 out.extend(labelled(label, str(block.get("text") or "")))
             elif btype:
                 out.append(f"{label}: [{btype}]")
         return out
+
+    def _result_label(self, obj: dict[str, Any], block: dict[str, Any], prefix: str) -> str:
+        tool_id = str(block.get("tool_use_id") or "")
+        name = self.tool_names.get(tool_id, "tool")
+        status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
+        return self.rows.result_label(obj, f"{prefix}{status} {name} [{tool_id}]", tool_id, self.tool_names)
 
     def _assistant(self, obj: dict[str, Any], prefix: str) -> list[str]:
         message = obj.get("message")

@@ -241,9 +241,11 @@ async def _text_tool_round(
     trace: JudgementTrace,
     executor: Executor | None,
     log: ReadLog,
+    last: bool = False,
 ) -> tuple[str, bool]:
     """Run the valid text tool calls: the user message holding every call's result, and
-    whether to ask for the verdict next (see :func:`_results`)."""
+    whether to ask for the verdict next (see :func:`_results`; ``last``: the round limit
+    is reached, so the verdict is next anyway)."""
     runnable = [c for c in calls if c.error is None]
     outputs = await _run_tools(tools, [(c.name, c.arguments) for c in runnable], executor, log)
     ran = zip(runnable, outputs, strict=True)
@@ -251,7 +253,7 @@ async def _text_tool_round(
     shown, done = _results(outputs, log) if runnable else ([], False)
     answers = iter(shown)
     results = [f"Error: {c.error}" if c.error is not None else next(answers) for c in calls]
-    return results_message(calls, results, DECIDE if done else RESULTS_FOOTER), done
+    return results_message(calls, results, DECIDE if done or last else RESULTS_FOOTER), done
 
 
 async def run_judgement(
@@ -311,7 +313,7 @@ async def run_judgement(
                 calls = completion.tool_calls
                 outputs = await _run_tools(tools, [(c.name, c.arguments) for c in calls], executor, log)
                 results, final_turn = _results(outputs, log)
-                if final_turn:
+                if final_turn or rounds + 1 >= max_tool_rounds:  # the verdict turn is next
                     results[-1] += "\n\n" + DECIDE
                 ran = zip(calls, outputs, strict=True)
                 trace.tool_calls.extend(c.name for c, out in ran if out is not None)
@@ -328,7 +330,8 @@ async def run_judgement(
         if written and tools is not None and rounds < max_tool_rounds and not final_turn:
             # A tool call written as text wins over a verdict in the same reply.
             messages.append(Message("assistant", completion.text))
-            answer, final_turn = await _text_tool_round(tools, written, trace, executor, log)
+            last = rounds + 1 >= max_tool_rounds
+            answer, final_turn = await _text_tool_round(tools, written, trace, executor, log, last)
             messages.append(Message("user", answer))
             rounds += 1
             continue
@@ -344,6 +347,8 @@ async def run_judgement(
             else:
                 supplied = True
                 shown, done = await _supplied_read(tools, trace, executor, log)
+                if not done and rounds + 1 >= max_tool_rounds:
+                    shown += "\n\n" + DECIDE  # (a full read says so already)
                 final_turn = final_turn or done
                 if messages[-1].content == _nudge(tools, text_tools):
                     messages.pop()  # the unheeded request to read gives way to the lines
