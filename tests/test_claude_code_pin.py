@@ -165,8 +165,13 @@ def test_a_resumed_session_starts_with_the_file_as_it_is(tmp_path: Path) -> None
     run(tmp_path, start("startup"), STOP_BLOCKS)
     run(tmp_path, start("compact"), NOTHING)  # within the running session: still pinned
     assert run(tmp_path, stop())[0]["decision"] == "block"
-    run(tmp_path, start("resume"))  # Claude Code started again: the file counts
-    assert run(tmp_path, stop())[0] is None
+    run(tmp_path, start("resume"))  # Claude Code started again: the file counts, and the user is told
+    out, _ = run(tmp_path, stop())
+    assert (
+        out == {"systemMessage": out["systemMessage"]}
+        and "changed before this session was resumed" in out["systemMessage"]
+    )
+    assert run(tmp_path, stop())[0] is None  # told once
 
 
 def test_pins_are_private(tmp_path: Path) -> None:
@@ -174,3 +179,44 @@ def test_pins_are_private(tmp_path: Path) -> None:
     state = tmp_path / "state"
     for path in (state, state / pins.FOLDER, *(state / pins.FOLDER).iterdir()):
         assert path.stat().st_mode & 0o077 == 0, path
+
+
+def test_a_session_id_that_is_not_valid_text_does_not_crash_a_policy(tmp_path: Path) -> None:
+    odd = '{"hook_event_name": "PreToolUse", "session_id": "\\ud800", "tool_name": "Bash", "tool_input": {}}'
+    out, _ = claude_code(tmp_path, PRE_DENIES_BASH, odd)  # (a lone surrogate: cannot be UTF-8)
+    assert "no Bash" in denied(out)
+    out, _ = claude_code(tmp_path, PRE_DENIES_BASH, odd)  # the fast path too
+    assert "no Bash" in denied(out)
+
+
+def test_a_symlink_swapped_in_for_the_config_is_an_edit_too(tmp_path: Path) -> None:
+    run(tmp_path, stop(), STOP_BLOCKS)
+    empty = tmp_path / "empty.yaml"
+    empty.write_text(NOTHING)
+    config = tmp_path / "judge.yaml"
+    config.rename(tmp_path / "old.yaml")
+    config.symlink_to(empty)
+    out, _ = claude_code_missing(tmp_path, stop())
+    assert out["decision"] == "block" and "changed during this session" in out["systemMessage"]
+
+
+def test_the_change_is_told_even_when_the_call_then_fails(tmp_path: Path) -> None:
+    run(tmp_path, stop(), STOP_BLOCKS.replace("maxRejections: 5", "maxRejections: 5\n      failMode: allow"))
+    (tmp_path / "state" / "state.sqlite").write_text("this is not a database\n" * 100)
+    out, _ = run(tmp_path, stop(), NOTHING)
+    assert (
+        "unexpected failure" in out["systemMessage"] and "changed during this session" in out["systemMessage"]
+    )
+
+
+def test_a_damaged_pin_folder_is_never_worse_than_no_pinning(tmp_path: Path) -> None:
+    run(tmp_path, stop(), STOP_BLOCKS)
+    (pin,) = (tmp_path / "state" / pins.FOLDER).glob("*.json")
+    pin.unlink()
+    os.mkfifo(pin)  # a FIFO where the pin was: never waited on
+    out, _ = run(tmp_path, stop(), STOP_BLOCKS)
+    assert out["decision"] == "block"
+    pin.unlink()
+    pin.write_text(json.dumps({"format": 1, "sha256": "\x00" * 64}))
+    out, _ = run(tmp_path, stop())
+    assert out["decision"] == "block"

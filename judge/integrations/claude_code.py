@@ -47,9 +47,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.config import STOP_EVENTS, Config, HookSet, config_from_text, read_config_text
+from judge.config import STOP_EVENTS, Config
 from judge.decision import PromptJudge
 from judge.errors import ConfigError, ContextError
+from judge.integrations.claude_code_config import session_configuration, start_session
 from judge.integrations.claude_code_context import (
     SubagentOutputMissing,
     build_context,
@@ -70,10 +71,7 @@ from judge.integrations.claude_code_failure import (
     warn,
 )
 from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
-from judge.integrations.claude_code_fast import write_index
-from judge.integrations.claude_code_output import with_failures_told
-from judge.integrations.claude_code_pin import enabled as pins_enabled
-from judge.integrations.claude_code_pin import keep_copy, read_pin, session_config, write_pin
+from judge.integrations.claude_code_output import with_failures_told, with_note
 from judge.integrations.claude_code_protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
@@ -88,7 +86,6 @@ from judge.integrations.claude_code_protocol import (
 from judge.integrations.claude_code_render_cache import RenderError, rendering
 from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
 from judge.llm.providers.features_memo import remembering
-from judge.validation import runnable
 
 __all__ = [
     "PREFIX",
@@ -247,84 +244,6 @@ def rewrite_mode(value: str | None) -> RewriteMode:
     raise ConfigError([f"rewrite mode {raw!r} is not one of {', '.join(REWRITE_MODES)}"])
 
 
-def _write_config_index(state_path: Path, config_path: str, config: Config, sha: str) -> None:
-    """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
-    from judge.config import EVENTS
-
-    def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
-        return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
-
-    agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
-    write_index(str(state_path), config_path, matchers(config.hooks), agents, sha)
-
-
-def session_configuration(
-    config_path: str, state_path: Path, session_id: str | None
-) -> tuple[Config, str | None]:
-    """The configuration this call is judged by, and a note for the user (or None).
-
-    A session keeps the configuration it started with (:mod:`claude_code_pin`): an edited,
-    broken or deleted file counts from the next session on. A :class:`ConfigError` when
-    neither the file nor the session's pin gives a valid configuration.
-    """
-    state = str(state_path)
-    try:
-        current: str | None = read_config_text(config_path)
-        unreadable: ConfigError | None = None
-    except ConfigError as exc:
-        current, unreadable = None, exc
-    chosen = session_config(state, session_id, config_path, current)
-    if chosen.text is not None:
-        return runnable(config_from_text(chosen.text, config_path)), chosen.note
-    if chosen.note:
-        warn(chosen.note)
-    if current is None:
-        raise unreadable or ConfigError([f"cannot read {config_path}"], config_path)
-    config = runnable(config_from_text(current, config_path))  # templates and models checked too
-    sha = keep_copy(state, current)
-    _write_config_index(state_path, config_path, config, sha)
-    if chosen.first and session_id:
-        write_pin(state, session_id, config_path, sha)
-    return config, chosen.note
-
-
-def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None:
-    """SessionStart: pin the configuration as it is when Claude Code starts or resumes the
-    session (a resume is a new start: Claude Code reads its own settings again too). Prints
-    nothing (SessionStart's output would reach the model); problems go to stderr, and the
-    session's first judged call reports them."""
-    config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
-    session = hook_input.session_id
-    if not config_path or not session or not pins_enabled():
-        return
-    state_arg = getattr(args, "state", None)
-    state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
-    if (
-        read_pin(str(state_path), session, config_path) is not None
-        and getattr(hook_input, "source", None) != "resume"
-    ):
-        return  # /clear or a compaction within the running session: it keeps its configuration
-    try:
-        text = read_config_text(config_path)
-        config = runnable(config_from_text(text, config_path))
-    except ConfigError as exc:
-        warn(f"invalid judge configuration {config_path}: {exc.problems[0] if exc.problems else exc}")
-        return
-    sha = keep_copy(str(state_path), text)
-    _write_config_index(state_path, config_path, config, sha)
-    write_pin(str(state_path), session, config_path, sha)
-
-
-def with_note(output: dict[str, Any] | None, note: str | None) -> dict[str, Any] | None:
-    """``output`` with ``note`` added to its ``systemMessage`` (the user sees it)."""
-    if note is None:
-        return output
-    out = dict(output or {})
-    told = out.get("systemMessage")
-    out["systemMessage"] = f"{told}; {note}" if isinstance(told, str) and told else f"judge: {note}"
-    return out
-
-
 def main(args: argparse.Namespace) -> int:
     """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
     started, age = time.monotonic(), process_age()
@@ -370,10 +289,10 @@ def main(args: argparse.Namespace) -> int:
             bounded = run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout)
             output = asyncio.run(bounded)
     except ContextError as exc:
-        hooks_failure(hook_input, config, str(exc), rewrite)
+        hooks_failure(hook_input, config, str(exc), rewrite, note)
         return 0
     except Exception as exc:  # an adapter failure (say, a damaged state file): per failMode
-        hooks_failure(hook_input, config, f"unexpected failure ({type(exc).__name__}: {exc})", rewrite)
+        hooks_failure(hook_input, config, f"unexpected failure ({type(exc).__name__}: {exc})", rewrite, note)
         return 0
     output = with_note(output, note)
     if output is not None:

@@ -24,7 +24,7 @@ from judge.decision import Decision
 from judge.errors import ConfigError
 from judge.integrations.claude_code_context import probe_context
 from judge.integrations.claude_code_fast import MAX_STDIN_BYTES
-from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output
+from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output, with_note
 from judge.integrations.claude_code_protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
@@ -92,9 +92,12 @@ def adapter_failure(event: str, problem: str) -> None:
     print(json.dumps(adapter_failure_output(event, problem), ensure_ascii=False))
 
 
-def hooks_failure(hook_input: ClaudeCodeInput, config: Config, problem: str, rewrite: RewriteMode) -> None:
+def hooks_failure(
+    hook_input: ClaudeCodeInput, config: Config, problem: str, rewrite: RewriteMode, note: str | None = None
+) -> None:
     """The adapter failed after the configuration was loaded: the selected hooks' failMode
-    decides (PreToolUse hooks block by default), as when they time out."""
+    decides (PreToolUse hooks block by default), as when they time out. ``note``: what the
+    user was to be told besides (say, that the configuration file changed)."""
     try:
         output = fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
     except Exception:  # choosing the hooks failed too: the event's default
@@ -102,7 +105,7 @@ def hooks_failure(hook_input: ClaudeCodeInput, config: Config, problem: str, rew
         return
     blocking = "systemMessage" not in output
     warn(f"{problem}; {'blocking (failMode)' if blocking else 'not blocking'}")
-    print(json.dumps(output, ensure_ascii=False))
+    print(json.dumps(with_note(output, note), ensure_ascii=False))
 
 
 def input_failure(exc: InputError, config_path: str | None) -> None:

@@ -218,9 +218,14 @@ def _same_config(index: dict[str, Any], hook_input: dict[str, Any], state: str, 
         return False
     if not isinstance(session, str) or not session or not pins.enabled():
         return True
-    pin = pins.read_pin(state, session, config)
-    starts = hook_input.get("hook_event_name") == "SessionStart" and hook_input.get("source") == "resume"
-    if pin is None or starts:  # a resumed session starts with the file as it is, like Claude Code
-        pins.write_pin(state, session, config, sha)
-        return True
-    return bool(pin["sha256"] == sha)
+    try:
+        pin = pins.read_pin(state, session, config)
+        if hook_input.get("hook_event_name") == "SessionStart" and hook_input.get("source") == "resume":
+            return pins.repin(
+                state, session, config, sha
+            )  # a resumed session starts afresh, as in Claude Code
+        if pin is None:
+            return pins.write_pin(state, session, config, sha)
+        return bool(pin["sha256"] == sha and not pin.get("resumed_from"))
+    except Exception:  # the full adapter says what is wrong
+        return False

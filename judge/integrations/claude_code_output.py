@@ -232,3 +232,13 @@ def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:
             }
         }
     return {"systemMessage": f"judge: {problem}; not checked"}
+
+
+def with_note(output: dict[str, Any] | None, note: str | None) -> dict[str, Any] | None:
+    """``output`` with ``note`` added to its ``systemMessage`` (the user sees it)."""
+    if note is None:
+        return output
+    out = dict(output or {})
+    told = out.get("systemMessage")
+    out["systemMessage"] = f"{told}; {note}" if isinstance(told, str) and told else f"judge: {note}"
+    return out

@@ -33,6 +33,8 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import stat
 import time
 from typing import Any, NamedTuple
 
@@ -43,7 +45,10 @@ PRUNE_SECONDS = 30 * 24 * 3600
 TOUCH_SECONDS = 24 * 3600
 #: Largest pin file read (anything bigger is not ours).
 MAX_PIN_BYTES = 64 * 1024
+#: Largest configuration copy read back (a configuration file's own limit).
+MAX_COPY_BYTES = 64 * 1024 * 1024
 FOLDER = "config-pins"
+_SHA = re.compile(r"[0-9a-f]{64}")
 
 
 def enabled(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
@@ -61,8 +66,29 @@ def _folder(state_path: str) -> str:
 
 
 def _pin_path(state_path: str, session_id: str, config_path: str) -> str:
-    key = hashlib.sha256(f"{session_id}\0{os.path.realpath(config_path)}".encode()).hexdigest()[:32]
-    return os.path.join(_folder(state_path), f"{key}.json")
+    # The path as the hook command names it, not where it leads: a symlink swapped in for
+    # the file must not make a session look new.
+    name = f"{session_id}\0{os.path.abspath(config_path)}".encode("utf-8", "surrogatepass")
+    return os.path.join(_folder(state_path), f"{hashlib.sha256(name).hexdigest()[:32]}.json")
+
+
+def _read_small(path: str, limit: int) -> bytes | None:
+    """A regular file's bytes, or None (missing, not a regular file - never blocking on a
+    FIFO -, unreadable, or over ``limit``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(os.dup(fd), "rb") as src:
+            data = src.read(limit + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) <= limit else None
 
 
 def _copy_path(state_path: str, sha: str) -> str:
@@ -107,25 +133,47 @@ def keep_copy(state_path: str, text: str) -> str:
 
 def read_pin(state_path: str, session_id: str, config_path: str) -> dict[str, Any] | None:
     """The session's pin, or None (none yet, or not readable as one)."""
+    raw = _read_small(_pin_path(state_path, session_id, config_path), MAX_PIN_BYTES)
     try:
-        with open(_pin_path(state_path, session_id, config_path), "rb") as src:
-            data = json.loads(src.read(MAX_PIN_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
+        data = json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("sha256"), str):
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
-    return data
+    sha = data.get("sha256")
+    return data if isinstance(sha, str) and _SHA.fullmatch(sha) else None
 
 
-def write_pin(state_path: str, session_id: str, config_path: str, sha: str, told: str | None = None) -> None:
-    """Pin the configuration ``sha`` for the session (best effort)."""
-    pin = {"format": FORMAT, "config": os.path.realpath(config_path), "sha256": sha, "told": told}
+def write_pin(
+    state_path: str,
+    session_id: str,
+    config_path: str,
+    sha: str,
+    told: str | None = None,
+    resumed_from: str | None = None,
+) -> bool:
+    """Pin the configuration ``sha`` for the session; whether it could be written.
+    ``resumed_from``: the configuration the session had before it was resumed (the next
+    judged call says that it changed)."""
+    pin = {"format": FORMAT, "config": os.path.abspath(config_path), "sha256": sha, "told": told}
+    if resumed_from is not None and resumed_from != sha:
+        pin["resumed_from"] = resumed_from
     path = _pin_path(state_path, session_id, config_path)
     fresh = not os.path.exists(path)
-    with contextlib.suppress(OSError):
+    try:
         _write(path, json.dumps(pin))
+    except OSError:
+        return False
     if fresh:
         prune(state_path)
+    return True
+
+
+def repin(state_path: str, session_id: str, config_path: str, sha: str) -> bool:
+    """Pin ``sha`` for a session Claude Code starts again (``--resume``): the file as it is
+    now, noting the configuration it had if that differs."""
+    old = read_pin(state_path, session_id, config_path)
+    return write_pin(state_path, session_id, config_path, sha, resumed_from=old["sha256"] if old else None)
 
 
 def prune(state_path: str, now: float | None = None) -> int:
@@ -134,8 +182,8 @@ def prune(state_path: str, now: float | None = None) -> int:
     removed = 0
     with contextlib.suppress(OSError), os.scandir(_folder(state_path)) as entries:
         for entry in entries:
-            if entry.name.endswith((".json", ".conf", ".tmp")) and entry.stat().st_mtime < limit:
-                with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):
+                if entry.name.endswith((".json", ".conf", ".tmp")) and entry.stat().st_mtime < limit:
                     os.unlink(entry.path)
                     removed += 1
     return removed
@@ -170,12 +218,16 @@ def session_config(
     now = digest(current) if current is not None else None
     if now == sha:
         _touch(_pin_path(state_path, session_id, config_path))
+        if pin.get("resumed_from"):  # said once, on the first judged call after the resume
+            write_pin(state_path, session_id, config_path, sha, told=pin.get("told"))
+            return SessionConfig(
+                None, note=f"{config_path} changed before this session was resumed; judged as it is now"
+            )
         return SessionConfig(None)
     what = "changed" if current is not None else "became unreadable"
     copy = _copy_path(state_path, sha)
-    text: str | None = None
-    with contextlib.suppress(OSError), open(copy, encoding="utf-8", errors="replace") as src:
-        text = src.read()
+    raw = _read_small(copy, MAX_COPY_BYTES)
+    text = raw.decode("utf-8", "replace") if raw is not None else None
     if text is None or digest(text) != sha:
         # The pinned text is gone: judge with the file as it is, pinned from now on, and say so.
         gone = (
@@ -187,8 +239,7 @@ def session_config(
     told = now or "unreadable"
     note: str | None = None
     if pin.get("told") != told:
-        with contextlib.suppress(OSError):
-            write_pin(state_path, session_id, config_path, sha, told=told)
+        write_pin(state_path, session_id, config_path, sha, told=told)
         note = (
             f"{config_path} {what} during this session; this session is still judged by the "
             "configuration it started with (the change applies to new sessions)"

@@ -1,0 +1,113 @@
+"""Which configuration a ``judge claude-code`` call is judged by.
+
+A Claude Code session keeps the configuration it started with
+(:mod:`~judge.integrations.claude_code_pin`): ``SessionStart`` pins the file as it is;
+later calls load the pinned text when the file changed, broke or went away, and the
+first call after each change tells the user. A configuration that loads also refreshes
+the fast path's config index (:mod:`~judge.integrations.claude_code_fast`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from judge.config import Config, HookSet, config_from_text, read_config_text
+from judge.errors import ConfigError
+from judge.integrations.claude_code_failure import warn
+from judge.integrations.claude_code_fast import default_state_path, write_index
+from judge.integrations.claude_code_pin import (
+    SessionConfig,
+    keep_copy,
+    read_pin,
+    repin,
+    session_config,
+    write_pin,
+)
+from judge.integrations.claude_code_pin import enabled as pins_enabled
+from judge.integrations.claude_code_protocol import ClaudeCodeInput
+from judge.validation import runnable
+
+_UNPINNED = "cannot pin the configuration in {folder}: this session is judged by {config} as it is"
+
+
+def write_config_index(state_path: Path, config_path: str, config: Config, sha: str) -> None:
+    """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
+    from judge.config import EVENTS
+
+    def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
+        return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
+
+    agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
+    write_index(str(state_path), config_path, matchers(config.hooks), agents, sha)
+
+
+def session_configuration(
+    config_path: str, state_path: Path, session_id: str | None
+) -> tuple[Config, str | None]:
+    """The configuration this call is judged by, and a note for the user (or None).
+
+    A :class:`ConfigError` when neither the file nor the session's pin gives a valid
+    configuration. Pins that cannot be read or written never stop the call: it is then
+    judged with the file as it is, and stderr says why.
+    """
+    state = str(state_path)
+    try:
+        current: str | None = read_config_text(config_path)
+        unreadable: ConfigError | None = None
+    except ConfigError as exc:
+        current, unreadable = None, exc
+    try:
+        chosen = session_config(state, session_id, config_path, current)
+    except Exception as exc:  # (a damaged pin folder): never worse than no pinning
+        warn(f"the session's pin is unusable ({type(exc).__name__}: {exc}); using {config_path}")
+        chosen = SessionConfig(None)
+    if chosen.text is not None:
+        return runnable(config_from_text(chosen.text, config_path)), chosen.note
+    if chosen.note:
+        warn(chosen.note)
+    if current is None:
+        raise unreadable or ConfigError([f"cannot read {config_path}"], config_path)
+    config = runnable(config_from_text(current, config_path))  # templates and models checked too
+    sha = keep_copy(state, current)
+    write_config_index(state_path, config_path, config, sha)
+    if chosen.first and session_id and not write_pin(state, session_id, config_path, sha):
+        warn(_UNPINNED.format(folder=Path(state).parent, config=config_path))
+    return config, chosen.note
+
+
+def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None:
+    """SessionStart: pin the configuration as it is when Claude Code starts or resumes the
+    session (a resume is a new start: Claude Code reads its own settings again too, and
+    the next judged call says when the configuration changed meanwhile). Prints nothing
+    (SessionStart's output would reach the model); problems go to stderr, and the
+    session's first judged call reports an invalid configuration."""
+    config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
+    session = hook_input.session_id
+    if not config_path or not session or not pins_enabled():
+        return
+    state_arg = getattr(args, "state", None)
+    state_path = Path(state_arg).expanduser() if state_arg else Path(default_state_path())
+    state = str(state_path)
+    resumed = getattr(hook_input, "source", None) == "resume"
+    try:
+        if read_pin(state, session, config_path) is not None and not resumed:
+            return  # /clear or a compaction within the running session: it keeps its configuration
+        text = read_config_text(config_path)
+        config = runnable(config_from_text(text, config_path))
+        sha = keep_copy(state, text)
+        write_config_index(state_path, config_path, config, sha)
+        pinned = (
+            repin(state, session, config_path, sha)
+            if resumed
+            else write_pin(state, session, config_path, sha)
+        )
+    except ConfigError as exc:
+        warn(f"invalid judge configuration {config_path}: {exc.problems[0] if exc.problems else exc}")
+        return
+    except Exception as exc:  # never a traceback at SessionStart
+        warn(f"cannot pin the configuration ({type(exc).__name__}: {exc})")
+        return
+    if not pinned:
+        warn(_UNPINNED.format(folder=state_path.parent, config=config_path))
