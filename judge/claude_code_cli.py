@@ -39,6 +39,12 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
         "permission flow decides), ask (always confirm), allow (skip the permission prompt); "
         "default $JUDGE_CLAUDE_CODE_REWRITE or passthrough",
     )
+    p.add_argument(
+        "--pinned",
+        action="store_true",
+        help="sessions are pinned at SessionStart (the installer adds this): a judged call "
+        "that finds no pinned configuration for its session says so",
+    )
     p.set_defaults(func=run)
     csub = p.add_subparsers(dest="claude_code_command", parser_class=type(p))
     i = csub.add_parser("install", help="register judge in Claude Code's settings.json")

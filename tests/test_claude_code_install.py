@@ -87,20 +87,21 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     # Tool hooks run one after another (20 + 10 s), Stop hooks concurrently (60 s); judge keeps
     # 5 s for itself and Claude Code's timeout sits 10 s above judge's own. PreToolUse hooks
     # fail closed (their default failMode), so does Claude Code when judge cannot answer.
-    pre = {"type": "command", "command": f"{command} --timeout 35", "timeout": 45, "onFailure": "block"}
+    pre = {"type": "command", "command": f"{command} --timeout 35 --pinned", "timeout": 45}
+    pre["onFailure"] = "block"
     assert hooks["PreToolUse"][1] == {"matcher": "Bash|Edit|Write", "hooks": [pre]}
     assert hooks["PreSkillShellCommand"] == [{"matcher": "Bash|Edit|Write", "hooks": [pre]}]
     assert hooks["Stop"] == [
-        {"hooks": [{"type": "command", "command": f"{command} --timeout 65", "timeout": 75}]}
+        {"hooks": [{"type": "command", "command": f"{command} --timeout 65 --pinned", "timeout": 75}]}
     ]
     post = {
         "matcher": "^(?:(?:mcp__.*))$",
-        "hooks": [{"type": "command", "command": f"{command} --timeout 10", "timeout": 20}],
+        "hooks": [{"type": "command", "command": f"{command} --timeout 10 --pinned", "timeout": 20}],
     }
     assert hooks["PostToolUse"] == [post]
     assert hooks["PostToolUseFailure"] == [post]
     # A session keeps the configuration it started with: SessionStart pins it.
-    start = {"type": "command", "command": f"{command} --timeout 15", "timeout": 25}
+    start = {"type": "command", "command": f"{command} --timeout 15 --pinned", "timeout": 25}
     assert hooks["SessionStart"] == [{"hooks": [start]}]
     assert "maxRejections: 12 is above Claude Code's cap of 8" in done.stderr
 
@@ -149,7 +150,7 @@ def test_scopes_write_their_own_settings_file(project: Path, scope: str, where: 
     assert done.returncode == 0, done.stderr
     hooks = settings(project / where)["hooks"]
     command = hooks["Stop"][0]["hooks"][0]["command"]
-    assert command.endswith("--timeout 9 --rewrite ask")
+    assert command.endswith("--timeout 9 --pinned --rewrite ask")
     if scope == "user":  # outside a project: an absolute configuration path
         assert shlex.quote(str(project / ".claude" / "judge.yaml")) in command
     assert hooks["Stop"][0]["hooks"][0]["timeout"] == 19

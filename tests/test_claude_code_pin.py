@@ -220,3 +220,20 @@ def test_a_damaged_pin_folder_is_never_worse_than_no_pinning(tmp_path: Path) -> 
     pin.write_text(json.dumps({"format": 1, "sha256": "\x00" * 64}))
     out, _ = run(tmp_path, stop())
     assert out["decision"] == "block"
+
+
+def test_with_pinned_a_removed_pin_is_told(tmp_path: Path) -> None:
+    """The installer's ``--pinned``: SessionStart pinned every session, so a judged call
+    that finds none says so (the pin was removed, or SessionStart failed)."""
+    run(tmp_path, start("startup"), PRE_DENIES_BASH)  # the index exists; s1 is pinned
+    run(tmp_path, start("startup", "s2"), PRE_DENIES_BASH)
+    assert claude_code(tmp_path, PRE_DENIES_BASH, pre("Read"), "--pinned")[0] is None  # pinned: quiet
+    for pin in (tmp_path / "state" / pins.FOLDER).glob("*.json"):
+        pin.unlink()
+    edited = PRE_DENIES_BASH.replace("matcher: Bash", "matcher: Write")
+    out, _ = claude_code(tmp_path, edited, pre("Bash"), "--pinned")
+    assert "had no pinned configuration" in out["systemMessage"]
+    # a call no hook matches goes to the full adapter too, rather than pin in silence
+    out, _ = claude_code(tmp_path, edited, pre("Read", "s2"), "--pinned")
+    assert "had no pinned configuration" in out["systemMessage"]
+    assert claude_code(tmp_path, edited, pre("Read", "s2"), "--pinned")[0] is None  # once

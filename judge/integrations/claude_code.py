@@ -273,7 +273,8 @@ def main(args: argparse.Namespace) -> int:
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
     try:
-        config, note = session_configuration(config_path, state_path, hook_input.session_id)
+        pinned = bool(getattr(args, "pinned", False))
+        config, note = session_configuration(config_path, state_path, hook_input.session_id, pinned)
     except ConfigError as exc:
         for problem in exc.problems:
             warn(f"{config_path}: {problem}")

@@ -18,6 +18,7 @@ from judge.errors import ConfigError
 from judge.integrations.claude_code_failure import warn
 from judge.integrations.claude_code_fast import default_state_path, write_index
 from judge.integrations.claude_code_pin import (
+    FOLDER,
     SessionConfig,
     keep_copy,
     read_pin,
@@ -30,6 +31,10 @@ from judge.integrations.claude_code_protocol import ClaudeCodeInput
 from judge.validation import runnable
 
 _UNPINNED = "cannot pin the configuration in {folder}: this session is judged by {config} as it is"
+_NO_PIN = (
+    "this session had no pinned configuration (its SessionStart did not pin one, or the pin "
+    "was removed from {folder}); it is judged by {config} as it is now, pinned from here on"
+)
 
 
 def write_config_index(state_path: Path, config_path: str, config: Config, sha: str) -> None:
@@ -44,9 +49,12 @@ def write_config_index(state_path: Path, config_path: str, config: Config, sha: 
 
 
 def session_configuration(
-    config_path: str, state_path: Path, session_id: str | None
+    config_path: str, state_path: Path, session_id: str | None, expect_pin: bool = False
 ) -> tuple[Config, str | None]:
     """The configuration this call is judged by, and a note for the user (or None).
+
+    ``expect_pin`` (``--pinned``): SessionStart pinned every session, so a session without
+    a pin lost it (or its SessionStart failed): the note says so.
 
     A :class:`ConfigError` when neither the file nor the session's pin gives a valid
     configuration. Pins that cannot be read or written never stop the call: it is then
@@ -72,9 +80,14 @@ def session_configuration(
     config = runnable(config_from_text(current, config_path))  # templates and models checked too
     sha = keep_copy(state, current)
     write_config_index(state_path, config_path, config, sha)
-    if chosen.first and session_id and not write_pin(state, session_id, config_path, sha):
-        warn(_UNPINNED.format(folder=Path(state).parent, config=config_path))
-    return config, chosen.note
+    note = chosen.note
+    if chosen.first and session_id:
+        if not write_pin(state, session_id, config_path, sha):
+            warn(_UNPINNED.format(folder=Path(state).parent, config=config_path))
+        elif expect_pin and note is None:
+            note = _NO_PIN.format(folder=Path(state).parent / FOLDER, config=config_path)
+            warn(note)
+    return config, note
 
 
 def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None:

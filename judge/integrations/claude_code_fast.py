@@ -57,6 +57,9 @@ EVENT_HOOKS = {"PostToolUseFailure": "PostToolUse", "PreSkillShellCommand": "Pre
 #: Matchers made only of these characters mean the same in ``re`` and ``regex``.
 _SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|.*+?()\-: ]*")
 _VALUE_FLAGS = ("--config", "--state", "--data-dir", "--timeout", "--rewrite")
+#: ``--pinned``: sessions are pinned at SessionStart (the installer writes it), so a judged
+#: call that finds no pin is worth a notice (the full adapter gives it).
+_SWITCHES = ("--pinned",)
 
 
 def default_state_path() -> str:
@@ -127,11 +130,16 @@ def _read_index(state_path: str, config_path: str) -> dict[str, Any] | None:
 
 
 def _parse_flags(argv: list[str]) -> dict[str, str] | None:
-    """The values of ``--config/--state/--data-dir/--timeout``; None for anything else."""
+    """The values of ``--config/--state/--data-dir/--timeout/--rewrite`` and ``--pinned``
+    (as ``""``); None for anything else."""
     flags: dict[str, str] = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
+        if arg in _SWITCHES:
+            flags[arg] = ""
+            i += 1
+            continue
         name, eq, value = arg.partition("=")
         if name not in _VALUE_FLAGS:
             return None
@@ -203,16 +211,20 @@ def try_fast(argv: list[str]) -> tuple[int | None, str | None]:
         return None, text
     if (
         isinstance(hook_input, dict)
-        and _same_config(index, hook_input, state, config)
+        and _same_config(index, hook_input, state, config, "--pinned" in flags)
         and _nothing_to_do(index, hook_input)
     ):
         return 0, None
     return None, text
 
 
-def _same_config(index: dict[str, Any], hook_input: dict[str, Any], state: str, config: str) -> bool:
+def _same_config(
+    index: dict[str, Any], hook_input: dict[str, Any], state: str, config: str, pinned: bool = False
+) -> bool:
     """Whether the session is judged by the configuration the index describes: its pin
-    (:mod:`claude_code_pin`) names the same text, or it has none yet and is pinned to it."""
+    (:mod:`claude_code_pin`) names the same text, or it has none yet and is pinned to it
+    (with ``pinned``, only at SessionStart: a later call without a pin goes to the full
+    adapter, which tells the user)."""
     session, sha = hook_input.get("session_id"), index.get("sha256")
     if not isinstance(sha, str):
         return False
@@ -220,12 +232,11 @@ def _same_config(index: dict[str, Any], hook_input: dict[str, Any], state: str, 
         return True
     try:
         pin = pins.read_pin(state, session, config)
-        if hook_input.get("hook_event_name") == "SessionStart" and hook_input.get("source") == "resume":
-            return pins.repin(
-                state, session, config, sha
-            )  # a resumed session starts afresh, as in Claude Code
+        starting = hook_input.get("hook_event_name") == "SessionStart"
+        if starting and hook_input.get("source") == "resume":  # it starts afresh, as in Claude Code
+            return pins.repin(state, session, config, sha)
         if pin is None:
-            return pins.write_pin(state, session, config, sha)
+            return (starting or not pinned) and pins.write_pin(state, session, config, sha)
         return bool(pin["sha256"] == sha and not pin.get("resumed_from"))
     except Exception:  # the full adapter says what is wrong
         return False

@@ -157,7 +157,7 @@ def hook_command(config_path: Path, project: Path, scope: str, timeout: int, rew
             pass
         else:
             config_arg = '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(relative.as_posix())
-    command = f"{python} -m judge claude-code --config {config_arg} --timeout {timeout}"
+    command = f"{python} -m judge claude-code --config {config_arg} --timeout {timeout} --pinned"
     return f"{command} --rewrite {rewrite}" if rewrite else command
 
 
