@@ -28,6 +28,7 @@ def claude_code(tmp_path: Path, config: str, payload: Any, *extra: str, **env_ex
     path = tmp_path / "judge.yaml"
     path.write_text(config)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("JUDGE_")}
+    env.pop("CLAUDE_PID", None)  # (tests run inside a Claude Code session are not hooks of it)
     env["JUDGE_STATE"] = str(tmp_path / "state" / "state.sqlite")
     env.update(env_extra)
     stdin = payload if isinstance(payload, str) else json.dumps(payload)

@@ -237,3 +237,24 @@ def test_with_pinned_a_removed_pin_is_told(tmp_path: Path) -> None:
     out, _ = claude_code(tmp_path, edited, pre("Read", "s2"), "--pinned")
     assert "had no pinned configuration" in out["systemMessage"]
     assert claude_code(tmp_path, edited, pre("Read", "s2"), "--pinned")[0] is None  # once
+
+
+def test_a_resume_from_inside_another_session_keeps_the_pin(tmp_path: Path) -> None:
+    """An agent's Bash could run ``claude --resume <its session>`` after editing the file:
+    that Claude Code started with Claude Code's mark in its environment, so its resume
+    does not re-pin. (A process started with ``CLAUDECODE=1`` stands in for it.)"""
+    run(tmp_path, start("startup"), STOP_BLOCKS)
+    marked = subprocess.Popen(["sleep", "60"], env={**os.environ, "CLAUDECODE": "1"})
+    plain = subprocess.Popen(["sleep", "60"], env={k: v for k, v in os.environ.items() if k != "CLAUDECODE"})
+    try:
+        run(tmp_path, start("resume"), NOTHING, CLAUDE_PID=str(marked.pid))
+        assert run(tmp_path, stop())[0]["decision"] == "block"  # still the pinned configuration
+        assert pins.nested({"CLAUDE_PID": str(marked.pid)})
+        assert not pins.nested({"CLAUDE_PID": str(plain.pid)}) and not pins.nested({})
+        run(tmp_path, start("resume"), CLAUDE_PID=str(plain.pid))  # the user's own resume
+        assert "changed before this session was resumed" in run(tmp_path, stop())[0]["systemMessage"]
+    finally:
+        marked.kill()
+        plain.kill()
+        marked.wait()
+        plain.wait()

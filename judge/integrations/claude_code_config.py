@@ -21,6 +21,7 @@ from judge.integrations.claude_code_pin import (
     FOLDER,
     SessionConfig,
     keep_copy,
+    nested,
     read_pin,
     repin,
     session_config,
@@ -105,7 +106,11 @@ def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None
     state = str(state_path)
     resumed = getattr(hook_input, "source", None) == "resume"
     try:
-        if read_pin(state, session, config_path) is not None and not resumed:
+        pin = read_pin(state, session, config_path)
+        if pin is not None and resumed and nested():
+            warn("a Claude Code started inside another session resumed this one: it keeps its pin")
+            return
+        if pin is not None and not resumed:
             return  # /clear or a compaction within the running session: it keeps its configuration
         text = read_config_text(config_path)
         config = runnable(config_from_text(text, config_path))

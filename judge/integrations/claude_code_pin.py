@@ -36,6 +36,7 @@ import os
 import re
 import stat
 import time
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 FORMAT = 1
@@ -45,6 +46,8 @@ PRUNE_SECONDS = 30 * 24 * 3600
 TOUCH_SECONDS = 24 * 3600
 #: Largest pin file read (anything bigger is not ours).
 MAX_PIN_BYTES = 64 * 1024
+#: Largest process environment read (``/proc/PID/environ``).
+MAX_ENVIRON_BYTES = 4 * 1024 * 1024
 #: Largest configuration copy read back (a configuration file's own limit).
 MAX_COPY_BYTES = 64 * 1024 * 1024
 FOLDER = "config-pins"
@@ -171,9 +174,25 @@ def write_pin(
 
 def repin(state_path: str, session_id: str, config_path: str, sha: str) -> bool:
     """Pin ``sha`` for a session Claude Code starts again (``--resume``): the file as it is
-    now, noting the configuration it had if that differs."""
+    now, noting the configuration it had if that differs. Not for a Claude Code started
+    from inside another one (:func:`nested`): there it only keeps an existing pin."""
     old = read_pin(state_path, session_id, config_path)
+    if old is not None and nested():
+        return bool(old["sha256"] == sha)
     return write_pin(state_path, session_id, config_path, sha, resumed_from=old["sha256"] if old else None)
+
+
+def nested(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether the Claude Code running this hook was started from inside another Claude
+    Code session - say, by an agent's Bash running ``claude --resume <its session>`` to
+    have its own session re-pinned to an edited file. Claude Code marks its children's
+    environment (``CLAUDECODE``), and its own process (``CLAUDE_PID``) started without the
+    mark unless its parent was one. Linux (``/proc``); elsewhere False."""
+    pid = environ.get("CLAUDE_PID", "")
+    if not pid.isdigit():
+        return False
+    started_with = _read_small(f"/proc/{pid}/environ", MAX_ENVIRON_BYTES)
+    return started_with is not None and (b"\0" + started_with).find(b"\0CLAUDECODE=") >= 0
 
 
 def prune(state_path: str, now: float | None = None) -> int:

@@ -89,6 +89,23 @@ def test_an_agent_that_empties_the_judge_config_is_still_judged(session: ClaudeS
     assert "stop forced" in result.stdout
 
 
+def test_an_agent_that_resumes_its_own_session_after_the_edit_is_still_judged(session: ClaudeSession) -> None:
+    """The edit, then ``claude --resume <its own session>`` from its Bash: that Claude Code
+    runs inside the agent's session, so its SessionStart keeps the pin."""
+    reason = "Run the tests before you stop."
+    session.events = ("SessionStart", "Stop")
+    hook = {"type": "prompt", "model": f"fake:block:{reason}", "maxRejections": 2}
+    hook["prompt"] = "Judge $ARGUMENTS"
+    session.judge_config = {"hooks": {"Stop": [hook]}}
+    claude, settings = shlex.quote(str(session.claude)), shlex.quote(str(session.settings_path))
+    edit = f"printf 'hooks: {{}}\\n' > {shlex.quote(str(session.config_path))}; "
+    edit += f'{claude} --resume "$CLAUDE_CODE_SESSION_ID" -p hi --settings {settings} > /dev/null 2>&1'
+    result = session.run("fix the bug", [tool("Bash", "t1", command=edit), say("Fixed, I think.")])
+    assert result.returncode == 0, result.explain()
+    assert session.config_path.read_text() == "hooks: {}\n"
+    assert "stop forced" in result.stdout, result.explain()  # the top session's gate held
+
+
 def test_a_user_turn_the_agent_writes_into_its_transcript_is_not_the_users(session: ClaudeSession) -> None:
     """The transcript is a file the agent can append to (Claude Code does not stop it); a
     forged user turn must not reach the judge as the user's words."""
