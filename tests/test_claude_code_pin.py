@@ -258,3 +258,62 @@ def test_a_resume_from_inside_another_session_keeps_the_pin(tmp_path: Path) -> N
         plain.kill()
         marked.wait()
         plain.wait()
+
+
+class Nested:
+    """A process started with Claude Code's mark: stands in for a Claude Code that an
+    agent's Bash started inside its own session (its ``CLAUDE_PID``)."""
+
+    def __enter__(self) -> dict[str, str]:
+        self.proc = subprocess.Popen(["sleep", "60"], env={**os.environ, "CLAUDECODE": "1"})
+        return {"CLAUDE_PID": str(self.proc.pid)}
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_a_second_resume_keeps_the_notice(tmp_path: Path) -> None:
+    run(tmp_path, start("startup"), STOP_BLOCKS)
+    run(tmp_path, start("resume"), NOTHING)
+    run(tmp_path, start("resume"))
+    assert "changed before this session was resumed" in run(tmp_path, stop())[0]["systemMessage"]
+
+
+def test_a_nested_run_does_not_use_up_the_sessions_notices(tmp_path: Path) -> None:
+    run(tmp_path, start("startup"), STOP_BLOCKS)
+    with Nested() as env:
+        run(tmp_path, start("resume"), NOTHING, **env)
+        nested_out, _ = run(tmp_path, stop(), **env)
+    assert nested_out["decision"] == "block"
+    out, _ = run(tmp_path, stop())  # the top session: still told
+    assert out["decision"] == "block" and "changed during this session" in out["systemMessage"]
+
+
+def test_a_session_start_that_finds_the_pin_gone_does_not_pin_in_silence(tmp_path: Path) -> None:
+    for source in ("compact", "nested resume"):
+        folder = tmp_path / source.replace(" ", "-")
+        folder.mkdir()
+        run(folder, start("startup"), STOP_BLOCKS)
+        for pin in (folder / "state" / pins.FOLDER).glob("*.json"):
+            pin.unlink()
+        (folder / "judge.yaml").write_text(NOTHING)
+        if source == "compact":
+            claude_code(folder, NOTHING, start("compact"), "--pinned")
+        else:
+            with Nested() as env:
+                claude_code(folder, NOTHING, start("resume"), "--pinned", **env)
+        out, _ = claude_code(folder, NOTHING, stop(), "--pinned")
+        assert "had no pinned configuration" in out["systemMessage"], source
+
+
+def test_with_pinned_a_pin_that_cannot_be_written_is_told_every_time(tmp_path: Path) -> None:
+    run(tmp_path, stop(), STOP_BLOCKS)
+    folder = tmp_path / "state" / pins.FOLDER
+    for path in folder.iterdir():
+        path.unlink()
+    folder.rmdir()
+    folder.write_text("not a folder")
+    for _ in range(2):
+        out, _ = claude_code(tmp_path, NOTHING, stop(), "--pinned")
+        assert "cannot pin the configuration" in out["systemMessage"]

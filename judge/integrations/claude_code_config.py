@@ -83,8 +83,12 @@ def session_configuration(
     write_config_index(state_path, config_path, config, sha)
     note = chosen.note
     if chosen.first and session_id:
-        if not write_pin(state, session_id, config_path, sha):
-            warn(_UNPINNED.format(folder=Path(state).parent, config=config_path))
+        # A run inside another session writes no pin (that would pin the edited file for
+        # the session it runs in); it still says what it found.
+        if not nested() and not write_pin(state, session_id, config_path, sha):
+            unpinned = _UNPINNED.format(folder=Path(state).parent, config=config_path)
+            warn(unpinned)
+            note = note or (unpinned if expect_pin else None)  # every call: nothing is kept
         elif expect_pin and note is None:
             note = _NO_PIN.format(folder=Path(state).parent / FOLDER, config=config_path)
             warn(note)
@@ -104,21 +108,23 @@ def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else Path(default_state_path())
     state = str(state_path)
-    resumed = getattr(hook_input, "source", None) == "resume"
+    source = getattr(hook_input, "source", None)
     try:
         pin = read_pin(state, session, config_path)
-        if pin is not None and resumed and nested():
-            warn("a Claude Code started inside another session resumed this one: it keeps its pin")
+        if nested() and source != "startup":
+            warn("a Claude Code started inside another session: this session keeps its pin")
             return
-        if pin is not None and not resumed:
+        if pin is not None and source != "resume":
             return  # /clear or a compaction within the running session: it keeps its configuration
+        if pin is None and source == "compact":
+            return  # a running session whose pin is gone: its next judged call says so
         text = read_config_text(config_path)
         config = runnable(config_from_text(text, config_path))
         sha = keep_copy(state, text)
         write_config_index(state_path, config_path, config, sha)
         pinned = (
             repin(state, session, config_path, sha)
-            if resumed
+            if source == "resume"
             else write_pin(state, session, config_path, sha)
         )
     except ConfigError as exc:

@@ -232,11 +232,16 @@ def _same_config(
         return True
     try:
         pin = pins.read_pin(state, session, config)
-        starting = hook_input.get("hook_event_name") == "SessionStart"
-        if starting and hook_input.get("source") == "resume":  # it starts afresh, as in Claude Code
-            return pins.repin(state, session, config, sha)
-        if pin is None:
-            return (starting or not pinned) and pins.write_pin(state, session, config, sha)
+        if hook_input.get("hook_event_name") == "SessionStart":
+            source = hook_input.get("source")
+            if source == "resume":  # it starts afresh, as in Claude Code (pins.repin: unless nested)
+                return pins.repin(state, session, config, sha)
+            if pin is None:  # a compaction or a nested run finding none: the full adapter
+                return (
+                    source != "compact" and not pins.nested() and pins.write_pin(state, session, config, sha)
+                )
+        elif pin is None:
+            return not pinned and pins.write_pin(state, session, config, sha)
         return bool(pin["sha256"] == sha and not pin.get("resumed_from"))
     except Exception:  # the full adapter says what is wrong
         return False

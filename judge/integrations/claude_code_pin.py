@@ -177,9 +177,12 @@ def repin(state_path: str, session_id: str, config_path: str, sha: str) -> bool:
     now, noting the configuration it had if that differs. Not for a Claude Code started
     from inside another one (:func:`nested`): there it only keeps an existing pin."""
     old = read_pin(state_path, session_id, config_path)
-    if old is not None and nested():
-        return bool(old["sha256"] == sha)
-    return write_pin(state_path, session_id, config_path, sha, resumed_from=old["sha256"] if old else None)
+    if nested():  # nothing to write: keep the pin, and a lost one stays lost (it is told)
+        return old is not None and bool(old["sha256"] == sha)
+    before = old.get("resumed_from") if old is not None else None  # (a notice not given yet)
+    if not (isinstance(before, str) and _SHA.fullmatch(before)):
+        before = old["sha256"] if old is not None else None
+    return write_pin(state_path, session_id, config_path, sha, resumed_from=before)
 
 
 def nested(environ: Mapping[str, str] = os.environ) -> bool:
@@ -238,7 +241,8 @@ def session_config(
     if now == sha:
         _touch(_pin_path(state_path, session_id, config_path))
         if pin.get("resumed_from"):  # said once, on the first judged call after the resume
-            write_pin(state_path, session_id, config_path, sha, told=pin.get("told"))
+            if not nested():  # (a run inside another session does not use the notice up)
+                write_pin(state_path, session_id, config_path, sha, told=pin.get("told"))
             return SessionConfig(
                 None, note=f"{config_path} changed before this session was resumed; judged as it is now"
             )
@@ -258,7 +262,8 @@ def session_config(
     told = now or "unreadable"
     note: str | None = None
     if pin.get("told") != told:
-        write_pin(state_path, session_id, config_path, sha, told=told)
+        if not nested():  # (a run inside another session does not use the notice up)
+            write_pin(state_path, session_id, config_path, sha, told=told)
         note = (
             f"{config_path} {what} during this session; this session is still judged by the "
             "configuration it started with (the change applies to new sessions)"
