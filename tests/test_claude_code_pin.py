@@ -317,3 +317,14 @@ def test_with_pinned_a_pin_that_cannot_be_written_is_told_every_time(tmp_path: P
     for _ in range(2):
         out, _ = claude_code(tmp_path, NOTHING, stop(), "--pinned")
         assert "cannot pin the configuration" in out["systemMessage"]
+
+
+def test_unusable_input_is_answered_by_the_sessions_pinned_policy(tmp_path: Path) -> None:
+    """An agent that empties the file and then makes a call whose hook input judge cannot
+    use must not get the empty file's "no hook for it"."""
+    run(tmp_path, start("startup"), PRE_DENIES_BASH)
+    unusable = {**pre("Bash"), "tool_use_id": 5}  # (a wrong type: the input is unusable)
+    out, _ = run(tmp_path, unusable, NOTHING)
+    assert "invalid hook input" in denied(out)
+    out, _ = run(tmp_path, {**unusable, "session_id": "new"})  # a new session: the file as it is
+    assert out is None

@@ -251,7 +251,14 @@ def main(args: argparse.Namespace) -> int:
         stdin_text = getattr(args, "stdin_text", None)
         hook_input = parse_input(checked_size(stdin_text) if stdin_text is not None else read_stdin())
     except InputError as exc:
-        input_failure(exc, getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG"))
+        config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
+        state_arg = getattr(args, "state", None)
+        state = Path(state_arg).expanduser() if state_arg else default_state_path()
+
+        def load(path: str, session: str | None) -> Config:  # the session's pinned configuration
+            return session_configuration(path, state, session)[0]
+
+        input_failure(exc, config_path, load)
         return 0
     event = hook_input.hook_event_name
     if event == SESSION_START:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from judge.config import Config, Hook, load_config
@@ -108,22 +109,29 @@ def hooks_failure(
     print(json.dumps(with_note(output, note), ensure_ascii=False))
 
 
-def input_failure(exc: InputError, config_path: str | None) -> None:
+def input_failure(
+    exc: InputError, config_path: str | None, load: Callable[[str, str | None], Config] | None = None
+) -> None:
     """Unusable hook input. When its event is readable and judge has hooks for it (at agent
     level or for the input's custom agent), their failMode decides (a PreToolUse call is
     denied) and the user is told; a configuration that cannot be loaded either is answered
     as :func:`adapter_failure` answers it; else it is only logged: nothing is configured
-    to check."""
+    to check. ``load(path, session_id)`` gives the configuration the session is judged by
+    (its pinned one, so an edited file cannot wave such a call through); default: the file."""
     event = exc.event
     if event not in HANDLED_EVENTS or not config_path:
         warn(f"{exc}; not blocking")
         return
+    data = exc.data or {}
+    session = data.get("session_id")
     try:
-        config = runnable(load_config(config_path))
+        if load is not None:
+            config = load(config_path, session if isinstance(session, str) and session else None)
+        else:
+            config = runnable(load_config(config_path))
     except (ConfigError, OSError) as problem:
         adapter_failure(event, f"{exc}, and the configuration {config_path} is unusable ({problem})")
         return
-    data = exc.data or {}
     tool, agent = data.get("tool_name"), data.get("agent_type")
     loose = ClaudeCodeInput.model_construct(
         hook_event_name=event, tool_name=tool if isinstance(tool, str) and tool else None

@@ -163,11 +163,13 @@ class InputError(Exception):
 
 #: Where an input that cannot be parsed still names its event and tool (Claude Code writes
 #: them before the tool's input and response).
-_HEAD_FIELD = re.compile(r'"(hook_event_name|tool_name|agent_type)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"')
+_HEAD_FIELD = re.compile(
+    r'"(hook_event_name|tool_name|agent_type|session_id)"\s*:\s*"([A-Za-z0-9_.:-]{1,200})"'
+)
 
 
 def head_fields(text: str) -> dict[str, Any] | None:
-    """``hook_event_name``, ``tool_name`` and ``agent_type`` as first named in the first 64
+    """``hook_event_name``, ``tool_name``, ``agent_type`` and ``session_id`` as first named in the first 64
     KiB of ``text``, before the tool's input or response (Claude Code writes its own fields
     first; in the tool's input an agent could write the same keys)."""
     head = text[: 64 * 1024]
