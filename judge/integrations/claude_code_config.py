@@ -49,6 +49,15 @@ def write_config_index(state_path: Path, config_path: str, config: Config, sha: 
     write_index(str(state_path), config_path, matchers(config.hooks), agents, sha)
 
 
+def _load_current(state_path: Path, config_path: str, text: str) -> tuple[Config, str]:
+    """The file's ``text`` loaded and checked (templates and models too), kept by its
+    SHA-256 for pinning and indexed for the fast path; the configuration and the SHA."""
+    config = runnable(config_from_text(text, config_path))
+    sha = keep_copy(str(state_path), text)
+    write_config_index(state_path, config_path, config, sha)
+    return config, sha
+
+
 def session_configuration(
     config_path: str, state_path: Path, session_id: str | None, expect_pin: bool = False
 ) -> tuple[Config, str | None]:
@@ -78,9 +87,7 @@ def session_configuration(
         warn(chosen.note)
     if current is None:
         raise unreadable or ConfigError([f"cannot read {config_path}"], config_path)
-    config = runnable(config_from_text(current, config_path))  # templates and models checked too
-    sha = keep_copy(state, current)
-    write_config_index(state_path, config_path, config, sha)
+    config, sha = _load_current(state_path, config_path, current)
     note = chosen.note
     if chosen.first and session_id:
         # A run inside another session writes no pin (that would pin the edited file for
@@ -118,10 +125,7 @@ def start_session(args: argparse.Namespace, hook_input: ClaudeCodeInput) -> None
             return  # /clear or a compaction within the running session: it keeps its configuration
         if pin is None and source == "compact":
             return  # a running session whose pin is gone: its next judged call says so
-        text = read_config_text(config_path)
-        config = runnable(config_from_text(text, config_path))
-        sha = keep_copy(state, text)
-        write_config_index(state_path, config_path, config, sha)
+        _, sha = _load_current(state_path, config_path, read_config_text(config_path))
         pinned = (
             repin(state, session, config_path, sha)
             if source == "resume"

@@ -98,8 +98,6 @@ def write_index(
     shortcut.
     """
     try:
-        path = index_path(state_path, config_path)
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         data = {
             "format": INDEX_FORMAT,
             "identity": _config_identity(config_path),
@@ -107,11 +105,7 @@ def write_index(
             "agents": agents,
             "sha256": sha,
         }
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(tmp, path)
+        pins.write_private(index_path(state_path, config_path), json.dumps(data))
     except (OSError, ValueError):
         return
 

@@ -54,7 +54,7 @@ FOLDER = "config-pins"
 _SHA = re.compile(r"[0-9a-f]{64}")
 
 
-def enabled(environ: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+def enabled(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether sessions keep their configuration (``JUDGE_PIN_CONFIG``, default on)."""
     return environ.get("JUDGE_PIN_CONFIG", "1").strip().lower() not in ("0", "off", "false", "no")
 
@@ -77,7 +77,8 @@ def _pin_path(state_path: str, session_id: str, config_path: str) -> str:
 
 def _read_small(path: str, limit: int) -> bytes | None:
     """A regular file's bytes, or None (missing, not a regular file - never blocking on a
-    FIFO -, unreadable, or over ``limit``)."""
+    FIFO -, unreadable, or over ``limit``). :func:`judge.files.read_bytes` does the same
+    with errors, but importing it would put ``pathlib`` on the fast path."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (OSError, ValueError):
@@ -98,9 +99,9 @@ def _copy_path(state_path: str, sha: str) -> str:
     return os.path.join(_folder(state_path), f"{sha}.conf")
 
 
-def _write(path: str, text: str) -> None:
+def write_private(path: str, text: str) -> None:
     """Replace ``path`` atomically with ``text``, owner-only (its folder and the state
-    folder above it too, when this creates them)."""
+    folder above it too, when this creates them). Also the fast path's config index."""
     folder = os.path.dirname(path)
     os.makedirs(os.path.dirname(folder) or ".", mode=0o700, exist_ok=True)
     os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -130,7 +131,7 @@ def keep_copy(state_path: str, text: str) -> str:
         if os.path.exists(path):
             _touch(path)
         else:
-            _write(path, text)
+            write_private(path, text)
     return sha
 
 
@@ -164,7 +165,7 @@ def write_pin(
     path = _pin_path(state_path, session_id, config_path)
     fresh = not os.path.exists(path)
     try:
-        _write(path, json.dumps(pin))
+        write_private(path, json.dumps(pin))
     except OSError:
         return False
     if fresh:
