@@ -9,6 +9,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge.config import EVENTS, STOP_EVENTS, TOOL_EVENTS
 from judge.errors import ContextError
 
+#: Largest turn or rejection count accepted (anything near it is a caller's mistake; it
+#: keeps every count a 64-bit integer where state is stored).
+MAX_COUNT = 1_000_000_000
+
 
 class HookContext(BaseModel):
     """Fields common to every event."""
@@ -17,8 +21,8 @@ class HookContext(BaseModel):
 
     hook_event_name: str = Field(description="The event: Stop, PostToolUse, PreToolUse, ...")
     agent_name: str | None = Field(None, description="Agent (or custom agent) that is running.")
-    current_turn: int | None = Field(None, ge=0, description="The agent's current turn.")
-    max_turns: int | None = Field(None, ge=0, description="The agent's turn limit.")
+    current_turn: int | None = Field(None, ge=0, le=MAX_COUNT, description="The agent's current turn.")
+    max_turns: int | None = Field(None, ge=0, le=MAX_COUNT, description="The agent's turn limit.")
     execution_summary: str | None = Field(
         None, description="PATH of the conversation transcript file (not its content)."
     )
@@ -31,13 +35,20 @@ class HookContext(BaseModel):
             raise ValueError("must be an integer")
         return value
 
+    @field_validator("execution_summary")
+    @classmethod
+    def _a_path(cls, value: str | None) -> str | None:
+        if value is not None and "\x00" in value:
+            raise ValueError("a path cannot hold a NUL byte")
+        return value
+
 
 class StopContext(HookContext):
     """Stop / SubagentStop: the final answer and the rejection loop state."""
 
     final_output: str = Field("", description="The answer the agent is about to return.")
     stop_hook_active: bool = Field(False, description="True when the gate already rejected.")
-    stop_rejection_count: int = Field(0, ge=0, description="Rejections so far in this loop.")
+    stop_rejection_count: int = Field(0, ge=0, le=MAX_COUNT, description="Rejections so far in this loop.")
 
     @field_validator("stop_rejection_count", mode="before")
     @classmethod

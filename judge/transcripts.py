@@ -60,7 +60,7 @@ def detect_format(path: Path) -> Format:
     stripped = head.lstrip()
     if not stripped.startswith(("{", "[")):
         return "text"
-    lines = [line for line in head.splitlines() if line.strip()]
+    lines = [line for line in head.split("\n") if line.strip()]
     complete = lines if len(raw) < SNIFF_BYTES else lines[:-1]
     parsed: list[Any] = []
     for line in complete[:SNIFF_LINES]:

@@ -145,3 +145,30 @@ def test_tau_bench_task_ids_cannot_write_outside_the_suite(tmp_path: Path) -> No
     assert not (tmp_path / "escape-t0.txt").exists()
     suite = load_suite(out / "suite.yaml")
     assert suite.cases[0].transcript_path == "transcripts/tau-.._.._escape-t0.txt"
+
+
+def test_tau_bench_task_ids_that_clean_to_one_name_keep_their_own_transcripts(tmp_path: Path) -> None:
+    items = [
+        {"task_id": task, "trial": 0, "reward": 1, "traj": [{"role": "assistant", "content": f"from {task}"}]}
+        for task in ("a/b", "a_b", "a:b")
+    ]
+    source = tmp_path / "tau.json"
+    source.write_text(json.dumps(items))
+    out = tmp_path / "o"
+    assert main(["datasets", "convert", "tau-bench", str(source), "--out", str(out)]) == 0
+    suite = load_suite(out / "suite.yaml")
+    paths = [c.transcript_path for c in suite.cases]
+    assert len(set(paths)) == 3
+    for case, path in zip(suite.cases, paths, strict=True):
+        assert path is not None
+        assert f"from {case.id.removeprefix('tau-').removesuffix('-t0')}" in (out / path).read_text()
+
+
+def test_a_number_too_long_to_read_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "pairs.json"
+    source.write_text('[{"input": "i", "output_1": "a", "output_2": "b", "label": ' + "1" * 5000 + "}]")
+    assert main(["datasets", "convert", "llmbar", str(source), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "malformed JSON: Exceeds the limit" in err and "Traceback" not in err

@@ -241,3 +241,80 @@ def test_interrupt_keeps_results_and_says_resume(tmp_path: Path, capsys: pytest.
     judge = ScriptedJudge()
     assert run_eval([str(suite), "--out", str(tmp_path / "o"), "--resume", "--quiet"], judge) == 0
     assert judge.calls == 3
+
+
+def test_a_forced_stop_is_scored_as_a_block_in_junit_and_html_as_in_report_json(tmp_path: Path) -> None:
+    # at stop_rejection_count 2 of maxRejections 3 the judge's block forces the stop through
+    rows = [
+        {
+            "id": "good",
+            "context": {"final_output": "answer 1 BAD", "stop_rejection_count": 2},
+            "label": "allow",
+        },
+        {
+            "id": "bad",
+            "context": {"final_output": "answer 2 BAD", "stop_rejection_count": 2},
+            "label": "block",
+        },
+    ]
+    suite = write_suite(tmp_path / "s", rows)
+    out = tmp_path / "out"
+    assert run_eval([str(suite), "--out", str(out), "--quiet"]) == 0
+    assert {r.id: (r.decision, r.forced_stop) for r in read_results(out / "results.jsonl")} == {
+        "good": ("allow", True),
+        "bad": ("allow", True),
+    }
+    report = json.loads((out / "report.json").read_text())
+    assert report["confusion"] == {"tp": 1, "fp": 1, "tn": 0, "fn": 0}
+    cases = {tc.attrib["name"]: tc for tc in ET.parse(out / "junit.xml").getroot().iter("testcase")}
+    failure = cases["good"].find("failure")
+    assert (
+        failure is not None and "judge said block (the stop was forced through" in failure.attrib["message"]
+    )
+    assert cases["bad"].find("failure") is None
+    page = (out / "report.html").read_text()
+    assert "Disagreements (1)" in page and "<b>good</b>" in page and "<b>bad</b>" not in page
+
+
+def test_a_results_file_that_cannot_be_written_stops_the_run_before_any_judgement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path / "s", labelled_rows(2))
+    out = tmp_path / "out"
+    (out / "results.jsonl").mkdir(parents=True)
+    judge = ScriptedJudge()
+    for extra in ([], ["--resume"]):
+        assert run_eval([str(suite), "--out", str(out), "--quiet", *extra], judge=judge) == 2
+        assert "cannot write" in capsys.readouterr().err
+    assert judge.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            '{"id": "a", "context": {"final_output": "x", "current_turn": ' + "9" * 5000 + "}}",
+            "malformed JSON: Exceeds",
+        ),
+        (
+            '{"id": "a", "context": {}, "transcript_path": "' + "a" * 5000 + '"}',
+            "transcript_path cannot be used: File name too long",
+        ),
+        (
+            '{"id": "a", "context": {"execution_summary": "a\\u0000b"}}',
+            "execution_summary: Value error, a path cannot hold a NUL byte",
+        ),
+        (
+            '{"id": "a", "context": {"stop_rejection_count": 10000000000}}',
+            "stop_rejection_count: Input should be less than or equal to",
+        ),
+    ],
+)
+def test_odd_case_lines_are_located_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, expected: str
+) -> None:
+    suite = write_suite(tmp_path / "s", [])
+    (tmp_path / "s" / "cases.jsonl").write_text(line + "\n", encoding="utf-8")
+    assert run_eval([str(suite), "--out", str(tmp_path / "o"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "cases.jsonl:1: " in err and expected in err and "Traceback" not in err

@@ -241,3 +241,19 @@ def test_results_writer_and_repair(tmp_path: Path) -> None:
 async def test_bad_concurrency_is_refused(tmp_path: Path, bad: int) -> None:
     with pytest.raises(ValueError, match="concurrency"):
         await run_cases(config_from_data(PROMPT_CONFIG), "Stop", [], base_dir=tmp_path, concurrency=bad)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x85"])
+def test_a_reason_holding_a_unicode_line_separator_survives_the_results_file(
+    tmp_path: Path, separator: str
+) -> None:
+    # results are written raw (ensure_ascii=False); only "\n" may end a record
+    path = tmp_path / "results.jsonl"
+    writer = ResultsWriter(path, truncate=True)
+    writer.write(CaseResult(id="a", decision="block", reason=f"stops mid-list:{separator}item 3 is missing"))
+    writer.write(CaseResult(id="b", decision="allow"))
+    writer.close()
+    assert separator in path.read_text(encoding="utf-8")
+    results = read_results(path)
+    assert [r.id for r in results] == ["a", "b"]
+    assert results[0].reason == f"stops mid-list:{separator}item 3 is missing"

@@ -121,3 +121,12 @@ def test_smoke_suite_runs_offline_with_the_fake_provider(
     assert report["labelled"] == report["n"] - 1
     assert report["tokens"]["inputTokens"] > 0  # the prompt hook went through the fake provider
     assert report["balancedAccuracy"] is not None and report["balancedAccuracy"] >= 0.8
+
+
+def test_a_case_holding_a_unicode_line_separator_loads(tmp_path: Path) -> None:
+    # `judge datasets convert` writes raw text (ensure_ascii=False); only "\n" ends a line
+    suite = write_suite(tmp_path / "s", [])
+    row = {"id": "a", "context": {"final_output": "one\u2028two\u2029three\x85four"}, "label": "allow"}
+    (tmp_path / "s" / "cases.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    loaded = load_suite(suite)
+    assert [c.context["final_output"] for c in loaded.cases] == ["one\u2028two\u2029three\x85four"]

@@ -98,7 +98,7 @@ class OpenAIBatches:
             return []
         content = self._call(f"downloading {file_id}", self.client.files.content, file_id)
         out = []
-        for line in content.text.splitlines():
+        for line in content.text.split("\n"):
             if line.strip():
                 try:
                     item = json.loads(line)

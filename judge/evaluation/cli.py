@@ -202,6 +202,14 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         _err(f"judge eval: cannot create {out}: {exc}")
         return 2
     results_path = out / "results.jsonl"
+    try:  # checked before anything is paid for: a folder, a file that cannot be written
+        if results_path.exists() and not results_path.is_file():
+            raise IsADirectoryError(f"{results_path} is not a regular file")
+        with results_path.open("ab"):
+            pass
+    except OSError as exc:
+        _err(f"judge eval: cannot write {results_path}: {exc}")
+        return 2
     skip: set[tuple[str, int]] = set()
     if args.resume:
         repair_results(results_path)

@@ -95,6 +95,8 @@ def _load_list(source: Path) -> list[Any]:
         raise DatasetError(f"{source}: malformed JSON at line {exc.lineno}: {exc.msg}") from None
     except NestedTooDeeply:
         raise DatasetError(f"{source}: the JSON is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise DatasetError(f"{source}: malformed JSON: {str(exc).split(';')[0]}") from None
     if not isinstance(data, list):
         raise DatasetError(f"{source}: expected a JSON list of items, got {type(data).__name__}")
     return data
@@ -155,6 +157,7 @@ def tau_cases(items: list[Any], source: str, out: Path, limit: int | None = None
     folder = out / "transcripts"
     cases: list[dict[str, Any]] = []
     transcripts: list[tuple[str, str]] = []
+    used: set[str] = set()
     for index, item in enumerate(items[:limit] if limit is not None else items):
         where = f"{source}: item {index}"
         if not isinstance(item, dict):
@@ -168,7 +171,12 @@ def tau_cases(items: list[Any], source: str, out: Path, limit: int | None = None
         task = item.get("task_id", index)
         trial = item.get("trial", 0)
         case_id = f"tau-{task}-t{trial}"
-        file_name = re.sub(r"[^A-Za-z0-9_.-]", "_", case_id) + ".txt"  # ids come from the data
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", case_id)  # ids come from the data
+        file_name, n = stem + ".txt", 1
+        while file_name in used:  # "a/b" and "a_b" must not share a transcript
+            n += 1
+            file_name = f"{stem}-{n}.txt"
+        used.add(file_name)
         final = ""
         for message in reversed(traj):
             if message.get("role") == "assistant" and _text(message.get("content")).strip():

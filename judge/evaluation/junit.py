@@ -1,8 +1,9 @@
 """JUnit XML for CI (``junit.xml``): one ``<testcase>`` per case.
 
 * a case whose judgement errored (in any repeat) gets an ``<error>``;
-* a labelled case fails when a repeat's decision differs from its label;
+* a labelled case fails when a repeat's verdict differs from its label;
 * an unlabelled case fails when a repeat blocks (the gate would have sent the agent back);
+* a Stop forced through by ``maxRejections`` counts as the block it is, as in ``report.json``;
 * otherwise it passes. The judge's reasons go in the message and ``<system-out>``.
 
 The shape is the one CI tools read: ``<testsuites>`` with one ``<testsuite>``, both
@@ -28,6 +29,11 @@ def _seconds(ms: float) -> str:
     return f"{ms / 1000.0:.3f}"
 
 
+def _said(r: CaseResult) -> str:
+    """What the judge decided, as a person reads it."""
+    return "block (the stop was forced through by maxRejections)" if r.forced_stop else str(r.decision)
+
+
 def build_junit(results: list[CaseResult], name: str) -> ET.Element:
     """The ``<testsuites>`` element for ``results`` (grouped by case id, in order)."""
     by_case: dict[str, list[CaseResult]] = {}
@@ -46,7 +52,7 @@ def build_junit(results: list[CaseResult], name: str) -> ET.Element:
         label = runs[0].label
         errored = [r for r in runs if r.error is not None]
         expected = label or "allow"  # unlabelled cases fail when the judge blocks
-        wrong = [r for r in runs if r.decision != expected]
+        wrong = [r for r in runs if r.verdict != expected]  # a forced stop is a block
         if errored:
             errors += 1
             first = errored[0]
@@ -55,13 +61,13 @@ def build_junit(results: list[CaseResult], name: str) -> ET.Element:
         elif wrong:
             failures += 1
             first = wrong[0]
-            message = f"expected {label}, judge said {first.decision}" if label else "judge blocked"
+            message = f"expected {label}, judge said {_said(first)}" if label else "judge blocked"
             if first.reason:
                 message += f": {first.reason}"
             node = ET.SubElement(case, "failure", type="Disagreement" if label else "Blocked")
             node.set("message", _clean(message)[:500])
-            node.text = _clean("\n".join(f"repeat {r.repeat}: {r.decision}: {r.reason or ''}" for r in wrong))
-        reasons = [f"repeat {r.repeat}: {r.decision}: {r.reason}" for r in runs if r.reason]
+            node.text = _clean("\n".join(f"repeat {r.repeat}: {_said(r)}: {r.reason or ''}" for r in wrong))
+        reasons = [f"repeat {r.repeat}: {_said(r)}: {r.reason}" for r in runs if r.reason]
         if reasons:
             ET.SubElement(case, "system-out").text = _clean("\n".join(reasons))
     for element in (root, suite):

@@ -140,7 +140,7 @@ def _transcript_text(case: Case | None, base_dir: Path) -> tuple[str | None, str
     try:
         with open_regular(path, "transcript") as fh:
             text = fh.read(4 * TRANSCRIPT_CAP + 4).decode("utf-8", "replace")[: TRANSCRIPT_CAP + 1]
-    except OSError:
+    except (OSError, ValueError):  # unreadable, or not a path at all (a NUL byte)
         return None, raw
     if len(text) > TRANSCRIPT_CAP:
         text = text[:TRANSCRIPT_CAP] + f"\n… (truncated; the whole transcript is in {raw})"
@@ -158,7 +158,8 @@ def _item(r: CaseResult, case: Case | None, base_dir: Path, kind: str) -> str:
     elif kind == "disagreement":
         parts.append(
             f' — label <span class="{_e(r.label)}">{_e(r.label)}</span>, '
-            f'judge <span class="{_e(r.decision)}">{_e(r.decision)}</span>'
+            f'judge <span class="{_e(r.verdict)}">{_e(r.verdict)}</span>'
+            + (" (the stop was forced through by maxRejections)" if r.forced_stop else "")
         )
         parts.append(f"<p><b>Judge's reason:</b> {_e(r.reason) or '<i>none given</i>'}</p>")
     else:
@@ -213,10 +214,10 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
     latency = report.get("latencyMs", {})
     tokens = report.get("tokens", {})
     disagreements = [
-        r for r in results if r.label is not None and r.error is None and r.decision not in (None, r.label)
+        r for r in results if r.label is not None and r.error is None and r.verdict not in (None, r.label)
     ]
     errors = [r for r in results if r.error is not None]
-    blocked = [r for r in results if r.label is None and r.error is None and r.decision == "block"]
+    blocked = [r for r in results if r.label is None and r.error is None and r.verdict == "block"]
     body = [
         f"<h1>Eval report: {_e(report.get('name') or 'suite')}</h1>",
         f'<p class="sub">{report["n"]} judgements over {report.get("cases", 0)} cases × '

@@ -362,7 +362,7 @@ def read_results(path: str | Path) -> list[CaseResult]:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return out
-    for line in text.splitlines():
+    for line in text.split("\n"):  # only \n ends a record: a reason may hold U+2028
         if not line.strip():
             continue
         try:

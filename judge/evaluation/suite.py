@@ -157,7 +157,7 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
     cases: list[Case] = []
     problems: list[str] = []
     seen: dict[str, int] = {}
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=1):  # U+2028 may sit in a string
         if not line.strip():
             continue
         where = f"{source}:{lineno}"
@@ -169,6 +169,9 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
             continue
         except RecursionError:
             problems.append(f"{where}: malformed JSON: nested too deeply")
+            continue
+        except ValueError as exc:  # e.g. an integer of more digits than Python converts
+            problems.append(f"{where}: malformed JSON: {str(exc).split(';')[0]}")
             continue
         if duplicates:
             problems.extend(f"{where}: duplicate key {key!r}" for key in duplicates)
@@ -190,9 +193,18 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
         except ContextError as exc:
             problems.append(f"{where}: case {case.id!r}: {exc}")
             continue
-        if case.transcript_path is not None and not resolve_path(base_dir, case.transcript_path).is_file():
-            problems.append(f"{where}: case {case.id!r}: transcript_path not found: {case.transcript_path}")
-            continue
+        if case.transcript_path is not None:
+            try:
+                found = resolve_path(base_dir, case.transcript_path).is_file()
+            except (OSError, ValueError) as exc:  # a name too long for the file system, ...
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                problems.append(f"{where}: case {case.id!r}: transcript_path cannot be used: {why}")
+                continue
+            if not found:
+                problems.append(
+                    f"{where}: case {case.id!r}: transcript_path not found: {case.transcript_path}"
+                )
+                continue
         cases.append(case)
     return cases, problems
 

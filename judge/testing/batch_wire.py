@@ -194,7 +194,7 @@ class BatchStore:
         lines: list[dict[str, Any]] = []
         seen: set[str] = set()
         text = self.contents[batch["input_file_id"]].decode("utf-8", "replace")
-        for number, line in enumerate(text.splitlines(), 1):
+        for number, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:
