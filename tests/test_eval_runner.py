@@ -257,3 +257,25 @@ def test_a_reason_holding_a_unicode_line_separator_survives_the_results_file(
     results = read_results(path)
     assert [r.id for r in results] == ["a", "b"]
     assert results[0].reason == f"stops mid-list:{separator}item 3 is missing"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+        ("JUDGE_TEMPERATURE", "0"),
+        ("JUDGE_MAX_OUTPUT_TOKENS", "512"),
+        ("JUDGE_TEXT_TOOL_CALLS", "0"),
+    ],
+)
+def test_cache_key_covers_the_server_and_the_sampling_settings(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    # the same model name on another server, or sampled otherwise, is another judge
+    monkeypatch.delenv(name, raising=False)
+    request = PromptRequest(hook=config_from_data(PROMPT_CONFIG).hooks.Stop[0], context={"final_output": "x"})
+    before = cache_key(request)
+    monkeypatch.setenv(name, value)
+    assert cache_key(request) != before
+    assert cache_key(request) == cache_key(request)

@@ -7,6 +7,9 @@ The key is a SHA-256 over everything that determines the answer:
   does not defeat the cache) — or, when the prompt cannot be rendered, the template text;
 * the whole hook definition (model, timeout, ...), the config's ``models`` mapping and the
   resolved model label (``openai:gpt-5.4-mini``; environment overrides included);
+* the settings that change what the model is asked or who answers: the providers' base
+  URLs (one model name on another server is another judge) and the sampling and answer
+  knobs (:data:`ANSWER_SETTINGS`);
 * the transcript content hash, the repeat index and the eval case's id (so repeats, and
   cases whose content happens to be identical, stay independent samples: with a shared
   entry two identical cases would always agree, and one flip of the judge would be
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -39,7 +43,18 @@ CREATE TABLE IF NOT EXISTS judgements (
 #: The cache file's default name, next to the output folder of ``judge eval``.
 CACHE_NAME = ".judge-cache.sqlite"
 #: Bump when the key derivation changes, so old entries are never misread.
-KEY_VERSION = "2"
+KEY_VERSION = "3"
+#: Environment variables whose values are part of every key.
+ANSWER_SETTINGS = (
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "JUDGE_TEMPERATURE",
+    "JUDGE_MAX_OUTPUT_TOKENS",
+    "JUDGE_TEXT_TOOL_CALLS",
+    "JUDGE_STRUCTURED_OUTPUT",
+    "JUDGE_MAX_REASON_CHARS",
+    "JUDGE_EVIDENCE_FIRST",
+)
 
 
 def file_sha256(path: Path | None) -> str | None:
@@ -102,6 +117,7 @@ def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
         "transcript": transcript_hash,
         "repeat": request.repeat,
         "case": case_id,
+        "settings": {name: os.environ[name] for name in ANSWER_SETTINGS if name in os.environ},
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
