@@ -179,3 +179,19 @@ def test_a_baseline_only_run_needs_no_optimizer_model(
     # With rounds to run, the missing optimizer key is still reported up front.
     assert main([*args, "--rounds", "1", "--quiet"]) == 2
     assert "API_KEY" in capsys.readouterr().err
+
+
+def test_a_judge_that_cannot_be_called_is_an_error_not_a_score_of_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write(tmp_path)
+    config = {"hooks": {"Stop": [{"type": "prompt", "prompt": BASE, "model": "openai:gpt-4o-mini"}]}}
+    (tmp_path / "agent.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main([*tune_args(tmp_path), "--rounds", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "every judgement of the hook's own prompt" in err and "OPENAI_API_KEY is not set" in err
+    assert not (tmp_path / "out" / "best.yaml").exists()
+    agent = str(tmp_path / "agent.yaml")
+    assert main(["tune", "--compare", agent, agent, str(tmp_path / "suite.yaml")]) == 2
+    assert "OPENAI_API_KEY is not set" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from judge.evaluation.suite import load_suite
-from judge.testing import LLMRequest, LLMServer, Reply, say, verdict
+from judge.testing import LLMRequest, LLMServer, Reply, fail, say, verdict
 from judge.tuning.tuner import TuneOptions, tune
 from tests.test_tune_loop import BASE_PROMPT, GOOD, write_suite
 
@@ -51,3 +51,22 @@ async def test_tune_through_the_openai_sdk(tmp_path: Path) -> None:
     # server have one)
     assert all("response_format" not in r.body and "stop" not in r.body for r in optimizer)
     assert all(r.body.get("stop") == ["\n\n\n\n"] for r in requests if r.model == "judge-model")
+
+
+async def test_requests_sent_again_without_a_rejected_feature_count_against_max_calls(tmp_path: Path) -> None:
+    # a server that answers 400 to structured output makes the provider send each judgement
+    # again without it: those requests are calls too, and --max-calls is never exceeded
+    def no_schema(request: LLMRequest) -> Reply:
+        if "response_format" in request.body:
+            return fail(400, "response_format is not supported")
+        return handler(request)
+
+    with LLMServer(handler=no_schema) as server:
+        env = server.env("openai", model="judge-model") | {"JUDGE_MODEL_REASONING": "openai:optimizer-model"}
+        env["JUDGE_MAX_OUTPUT_TOKENS"] = "64"
+        suite = load_suite(write_suite(tmp_path))
+        options = TuneOptions(out=tmp_path / "out", hook="Stop:1", rounds=1, beam=1, max_calls=60)
+        outcome = await tune(suite, options, env=env)
+        requests = list(server.requests)
+    assert any("response_format" in r.body for r in requests)  # the rejected ones were sent
+    assert outcome.calls == len(requests) <= 60

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from judge.config import Config, Hook, HookSet
 from judge.decision import PromptJudge
+from judge.errors import JudgeError
 from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
@@ -31,12 +32,17 @@ DESCRIBE_CHARS = 1500
 
 
 class BudgetedProvider:
-    """A provider whose every request takes one call from ``budget`` first."""
+    """A provider whose every request takes one call from ``budget`` first. An SDK
+    provider charges each HTTP request, so the requests it sends again without a feature
+    the server rejected count too; any other provider charges each completion."""
 
     def __init__(self, inner: Provider, budget: Budget) -> None:
         self.inner = inner
         self.budget = budget
         self.label = inner.label
+        self._per_request = hasattr(inner, "before_request")
+        if self._per_request:
+            inner.before_request = budget.take  # type: ignore[attr-defined]
 
     async def complete(
         self,
@@ -46,7 +52,8 @@ class BudgetedProvider:
         tool_choice: ToolChoice = "auto",
         timeout: float | None = None,
     ) -> Completion:
-        self.budget.take()
+        if not self._per_request:
+            self.budget.take()
         return await self.inner.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
 
     async def aclose(self) -> None:
@@ -127,6 +134,21 @@ def outcomes(results: Sequence[CaseResult], labels: Mapping[str, str | None]) ->
             )
         )
     return out
+
+
+class NothingMeasured(JudgeError):
+    """Every judgement of a measurement errored: its score would say nothing."""
+
+
+def require_a_verdict(results: Sequence[CaseResult], what: str) -> None:
+    """Raise :class:`NothingMeasured` when every result errored (a missing API key, a
+    model name the server does not know): the run would report a score of 0 and go on."""
+    if not results or any(r.error is None for r in results):
+        return
+    common = Counter(r.error for r in results).most_common(1)[0][0]
+    raise NothingMeasured(
+        f"every judgement of {what} errored ({len(results)} of {len(results)}); most common: {common}"
+    )
 
 
 def score(items: Sequence[ItemOutcome]) -> float | None:
@@ -226,6 +248,8 @@ class SuiteEvaluator:
 
     async def evaluate(self, prompt: str, split: str) -> SplitEval:
         results, complete = await self.run(prompt, split)
+        if complete and prompt == self.hook.prompt:  # the baseline; a candidate may just be bad
+            require_a_verdict(results, f"the hook's own prompt on the {split} split")
         self.results[(prompt, split)] = results
         items = outcomes(results, self.labels)
         return SplitEval(

@@ -25,13 +25,19 @@ import yaml
 from judge.config import Config, Hook, parse_document
 from judge.decision import PromptJudge
 from judge.errors import JudgeError
-from judge.evaluation.runner import run_cases
+from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
 from judge.files import read_text
 from judge.tuning.budget import Budget
 from judge.tuning.llm import ProviderLLM, optimizer_llm
-from judge.tuning.measure import BudgetedProviders, SuiteEvaluator, budgeted_judge, outcomes
-from judge.tuning.optimizer import Candidate, Optimizer, OptimizerSettings, SplitEval
+from judge.tuning.measure import (
+    BudgetedProviders,
+    SuiteEvaluator,
+    budgeted_judge,
+    outcomes,
+    require_a_verdict,
+)
+from judge.tuning.optimizer import Candidate, ItemOutcome, Optimizer, OptimizerSettings, SplitEval
 from judge.tuning.splits import Split, parse_split, split_items
 from judge.tuning.stats import ItemPair, PairedComparison, compare_paired
 
@@ -356,7 +362,7 @@ async def compare_configs(
         raise TuneError(f"{suite.path}: no labelled cases to compare on")
     k = repeats or suite.repeats
     labels = {c.id: c.label for c in cases}
-    evaluated = []
+    evaluated: list[tuple[list[CaseResult], list[ItemOutcome]]] = []
     for config in (a, b):
         results = await run_cases(
             config,
@@ -367,6 +373,7 @@ async def compare_configs(
             concurrency=concurrency,
             judge=judge,
         )
+        require_a_verdict(results, f"{names[len(evaluated)]} on {suite.path}")
         evaluated.append((results, outcomes(results, labels)))
     (ra, ia), (rb, ib) = evaluated
     by_b = {i.id: i for i in ib}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -198,6 +198,8 @@ class SDKProvider:
         self.max_reason = reason_limit(env, self.base_url)
         self.stop_sequences = STOP_SEQUENCES if local_server(self.base_url) else ()
         self.request_log = RequestLog.from_env(env)
+        #: Called before every HTTP request, re-sends included (``judge tune``'s call budget).
+        self.before_request: Callable[[], None] | None = None
 
     @staticmethod
     def load_sdk() -> tuple[Any, type[Exception]]:
@@ -306,6 +308,8 @@ class SDKProvider:
 
     async def _post(self, body: dict[str, Any], options: dict[str, Any]) -> object:
         """One request through the SDK, written to the request log when there is one."""
+        if self.before_request is not None:
+            self.before_request()
         started, log = time.monotonic(), self.request_log
         try:
             data = await self._client.post(self.path, cast_to=object, body=body, options=options)
