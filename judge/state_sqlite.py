@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from judge.errors import StateUnavailable
 from judge.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, lock_folder, session_lock
 
 _SCHEMA = """
@@ -41,6 +42,11 @@ CREATE TABLE IF NOT EXISTS spend (
 """
 
 
+#: How long a write waits for another writer's lock. The store's own transactions take
+#: milliseconds; a lock held longer (a backup, an operator's sqlite3 shell) is a failure.
+BUSY_SECONDS = 10.0
+
+
 class SQLiteStore:
     """The state database at ``path`` (created on first use)."""
 
@@ -59,16 +65,23 @@ class SQLiteStore:
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        db: sqlite3.Connection | None = getattr(self._local, "db", None)
-        if db is None or getattr(self._local, "pid", None) != os.getpid():
-            # check_same_thread=False only so close() can run on another thread.
-            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            db.execute("PRAGMA busy_timeout=30000")
-            db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across process crashes
-            self._local.db, self._local.pid = db, os.getpid()
-            with self._opened_lock:
-                self._opened.append(db)
-        yield db
+        """This thread's connection; any SQLite error in the block (a lock another process
+        holds past :data:`BUSY_SECONDS`, a damaged file) is a :class:`StateUnavailable`."""
+        try:
+            db: sqlite3.Connection | None = getattr(self._local, "db", None)
+            if db is None or getattr(self._local, "pid", None) != os.getpid():
+                # check_same_thread=False only so close() can run on another thread.
+                db = sqlite3.connect(
+                    self.path, timeout=BUSY_SECONDS, isolation_level=None, check_same_thread=False
+                )
+                db.execute(f"PRAGMA busy_timeout={int(BUSY_SECONDS * 1000)}")
+                db.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across process crashes
+                self._local.db, self._local.pid = db, os.getpid()
+                with self._opened_lock:
+                    self._opened.append(db)
+            yield db
+        except sqlite3.Error as exc:
+            raise StateUnavailable(f"cannot use the state database {self.path}: {exc}") from None
 
     def describe(self) -> str:
         return str(self.path)

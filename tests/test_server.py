@@ -523,6 +523,8 @@ def test_fuzzed_bodies_never_500(main: Service) -> None:
         b'{"current_turn": 1' + b"0" * 5000 + b"}",
         b'{"current_turn": true}',
         b'{"stop_rejection_count": -1}',
+        b'{"stop_rejection_count": 9223372036854775808, "session_id": "s-big"}',
+        b'{"execution_summary": "t1.txt\\u0000"}',
         b'{"session_id": 5}',
         b'{"transcript": ["not", "text"]}',
         b'{"hook_event_name": "PostToolUse"}',

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import sqlite3
 from pathlib import Path
 
+import pytest
+
+from judge import state_sqlite
 from judge.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog, append_jsonl
 from judge.decision import Decision, HookOutcome, Usage
+from judge.errors import StateUnavailable
 from judge.state import Store
 
 PROCESSES = 8
@@ -71,6 +76,25 @@ def test_rejection_counts_set_increment_reset(tmp_path: Path) -> None:
     assert _sessions(tmp_path / "s.db") == ["b"]  # a reset leaves no row behind
     # Durable: a new Store on the same file sees the counts.
     assert Store(tmp_path / "s.db").rejection_count("b") == 5
+
+
+def test_a_lock_held_by_another_process_is_state_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a backup or an operator's sqlite3 shell holding the write lock: the callers answer
+    # per failMode (StateUnavailable), not with an sqlite3 error nobody handles
+    monkeypatch.setattr(state_sqlite, "BUSY_SECONDS", 0.2)
+    store = Store(tmp_path / "s.db")
+    assert store.increment_rejection_count("a") == 1
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO spend VALUES ('x', 0, 0)")
+    with pytest.raises(StateUnavailable, match="database is locked"):
+        store.increment_rejection_count("a")
+    with pytest.raises(StateUnavailable, match="database is locked"):
+        store.put_agent("reviewer", {"name": "reviewer"})
+    other.execute("ROLLBACK")
+    assert store.increment_rejection_count("a") == 2
 
 
 def test_custom_agents_are_stored_durably(tmp_path: Path) -> None:
