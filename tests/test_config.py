@@ -309,6 +309,17 @@ MALFORMED = [
         '{"hooks": {\n\t"Stop": [{"prompt": "a"}],\n\t"Stop": []}}',
         "hooks.Stop: duplicate key 'Stop' at line 3",
     ),
+    (
+        "tag.yaml",
+        "hooks:\n  Stop:\n    - type: prompt\n      prompt: !!bool maybe\n",
+        "malformed YAML at line 4, column 15: a value its tag cannot build (KeyError: 'maybe')",
+    ),
+    (
+        "empty_int.yaml",
+        "hooks:\n  Stop:\n    - type: prompt\n      prompt: p\n      timeout: !!int ''\n",
+        "malformed YAML at line 5, column 16: a value its tag cannot build "
+        "(IndexError: string index out of range)",
+    ),
     ("deep.json", "[" * 100_000, "malformed JSON: nested too deeply"),
     ("deep.yaml", "hooks: " + "[" * 100_000, "malformed YAML: nested too deeply"),
 ]

@@ -572,6 +572,9 @@ def test_wrong_types_in_agent_bodies_never_500(main: Service) -> None:
         b"!!python/object/apply:os.getcwd []",
         b"properties: !!binary aGVsbG8=",
         b"properties: {instructions: 2024-01-01}",
+        b"kind: ExtendedAgent\nspec:\n  instructions: !!bool maybe\n",
+        b"kind: ExtendedAgent\nspec:\n  instructions: !!timestamp yesterday\n",
+        b"kind: ExtendedAgent\nspec:\n  instructions: !!int ''\n",
         b"properties: {hooks: {1: []}}",
         b"[" * 100_000,
         b"{a: " * 50_000,  # under the 256 KiB YAML body limit: reaches the parser

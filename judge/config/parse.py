@@ -70,9 +70,33 @@ def parse_yaml(text: str, loader_class: type[yaml.SafeLoader] = yaml.SafeLoader)
         duplicates = duplicate_key_problems(node)
         if duplicates:
             return None, duplicates
-        return loader.construct_document(node), []
+        try:
+            return loader.construct_document(node), []
+        except (yaml.YAMLError, RecursionError):
+            raise
+        except Exception as exc:  # a scalar its explicit tag cannot build: !!bool maybe, !!int ''
+            problem = f"a value its tag cannot build ({type(exc).__name__}: {exc})"
+            mark = _unbuildable(loader, node) or node.start_mark
+            raise yaml.constructor.ConstructorError(None, None, problem, mark) from None
     finally:
         loader.dispose()  # type: ignore[no-untyped-call]
+
+
+def _unbuildable(loader: yaml.SafeLoader, root: yaml.Node) -> Any:
+    """Where the first scalar that its tag cannot build starts (None if none is found)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.ScalarNode):
+            try:
+                loader.construct_object(node)  # type: ignore[no-untyped-call]
+            except Exception:
+                return node.start_mark
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
+    return None
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
