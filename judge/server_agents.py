@@ -7,7 +7,7 @@ import copy
 import re
 from typing import Any
 
-from judge.config import EVENTS, CustomAgent, validate_custom_agent
+from judge.config import EVENTS, Config, CustomAgent, validate_custom_agent
 from judge.errors import ConfigError
 from judge.server_bodies import ApiError
 
@@ -48,8 +48,11 @@ def without_command_defaults(props: Any) -> Any:
     return props
 
 
-def agent_from_document(name: str, doc: Any) -> CustomAgent:
-    """Validate a PUT body: the platform form or the YAML/JSON resource document."""
+def agent_from_document(name: str, doc: Any, service: Config | None = None) -> CustomAgent:
+    """Validate a PUT body: the platform form or the YAML/JSON resource document. With the
+    service's configuration, also what ``judge serve --config`` checks before it starts
+    (templates compile and render, models resolve): a hook that can never run would
+    otherwise answer every call per its failMode."""
     if not isinstance(doc, dict):
         raise ApiError(400, f"body must be an object, got {type(doc).__name__}")
     if "properties" in doc:
@@ -95,4 +98,16 @@ def agent_from_document(name: str, doc: Any) -> CustomAgent:
     ]
     if named:
         raise ApiError(400, "invalid custom agent", named)
+    if service is not None:
+        from judge.validation import check_config
+
+        trial = service.model_copy(update={"custom_agents": {name: agent}})
+        place = trial.hooks_key.removesuffix("hooks") + f"customAgents.{name}."
+        errors = [
+            str(f).replace(place, f"{prefix}.", 1)
+            for f in check_config(trial)
+            if f.severity == "error" and f.where.startswith(place)
+        ]
+        if errors:
+            raise ApiError(400, "invalid custom agent", errors)
     return agent

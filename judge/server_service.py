@@ -124,7 +124,7 @@ class Service:
     async def put_agent(self, request: Request) -> Response:
         name = check_name(request.path_params["name"])
         doc = await read_document(request, self.settings.max_body, yaml_ok=True)
-        agent = agent_from_document(name, doc)
+        agent = await asyncio.to_thread(agent_from_document, name, doc, self.settings.config)
         stored = {"name": name, "properties": agent_properties(agent)}
         await asyncio.to_thread(self.store.put_agent, name, stored)
         return json_response(stored, 202)

@@ -251,6 +251,19 @@ def test_agent_yaml_resource_document(main: Service) -> None:
             },
             "properties.hooks.Stop[0].env: not allowed for agents registered over HTTP",
         ),
+        # what `judge serve --config` refuses to start with: a hook that could never run
+        (
+            {"properties": {"hooks": {"Stop": [{"prompt": "Done? {{ unclosed $ARGUMENTS"}]}}},
+            "properties.hooks.Stop[0].prompt: line 1:",
+        ),
+        (
+            {"properties": {"hooks": {"Stop": [{"prompt": "Done? $ARGUMENTS", "model": "ReasoningFats"}]}}},
+            "properties.hooks.Stop[0].model: unknown tier 'ReasoningFats' (did you mean ReasoningFast?)",
+        ),
+        (
+            {"kind": "ExtendedAgent", "spec": {"hooks": {"Stop": [{"prompt": "{% if %}x{% endif %}"}]}}},
+            "spec.hooks.Stop[0].prompt",
+        ),
     ],
 )
 def test_agent_invalid_is_400_with_located_problems(main: Service, body: Any, where: str) -> None:
