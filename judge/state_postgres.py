@@ -26,14 +26,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import re
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeAlias
-from urllib.parse import urlsplit
 
 from judge.errors import StateUnavailable
+from judge.redact import redact_url
 from judge.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, SessionBusy
 from judge.state_migrations import migrate
 
@@ -76,19 +75,6 @@ Conn: TypeAlias = "psycopg.Connection[Any]"
 _ROUND: ContextVar[tuple[int, Conn] | None] = ContextVar("judge_state_round", default=None)
 
 
-def redact(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    text = re.sub(r"(?i)(password=)[^&\s]*", r"\1***", url)
-    try:
-        parts = urlsplit(text)
-        if parts.password is not None:
-            user, _, host = parts.netloc.rpartition("@")
-            text = text.replace(parts.netloc, f"{user.split(':', 1)[0]}:***@{host}", 1)
-    except ValueError:
-        pass
-    return text
-
-
 def lock_id(key: str) -> int:
     """The advisory lock key of a session key: 64 bits of its SHA-256, namespaced."""
     digest = hashlib.sha256(b"judge-stop-round\0" + key.encode("utf-8")).digest()
@@ -113,7 +99,7 @@ class PostgresStore:
 
     def __init__(self, url: str, size: int | None = None) -> None:
         self.url = url
-        self.name = redact(url)
+        self.name = redact_url(url)
         size = size or pool_size()
         try:
             with psycopg.connect(url, **_CONNECTION_KWARGS) as conn:

@@ -16,10 +16,11 @@ import pytest
 
 from judge.errors import StateUnavailable
 from judge.log_table_postgres import PostgresLogTable
+from judge.redact import redact_url as redact
 from judge.session_lock import SessionBusy
 from judge.state import open_store
 from judge.state_migrations import MIGRATIONS, Migration, migrate, schema_version
-from judge.state_postgres import PostgresStore, redact
+from judge.state_postgres import PostgresStore
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from judge.evaluation.batch_status import BatchError, BatchStatus, Outcome
+from judge.redact import redact_url
 
 #: Requests and bytes per batch: the API takes up to 100,000 requests and 256 MB; one
 #: batch's requests are sent as one JSON body, so its size is kept lower (memory).
@@ -33,7 +34,9 @@ class AnthropicBatches:
         try:
             return fn(*args, **kwargs)
         except self.sdk.AnthropicError as exc:
-            raise BatchError(f"anthropic at {self.client.base_url}: {what} failed: {exc}") from None
+            raise BatchError(
+                f"anthropic at {redact_url(str(self.client.base_url))}: {what} failed: {exc}"
+            ) from None
 
     def submit(self, requests: Iterable[tuple[str, dict[str, Any]]]) -> str:
         items: Any = [{"custom_id": key, "params": body} for key, body in requests]

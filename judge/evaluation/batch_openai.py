@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from judge.evaluation.batch_status import BatchError, BatchStatus, Outcome
+from judge.redact import redact_url
 
 ENDPOINT = "/v1/chat/completions"
 #: The API's limits per batch: requests and input file bytes.
@@ -41,7 +42,9 @@ class OpenAIBatches:
         try:
             return fn(*args, **kwargs)
         except self.sdk.OpenAIError as exc:
-            raise BatchError(f"openai at {self.client.base_url}: {what} failed: {exc}") from None
+            raise BatchError(
+                f"openai at {redact_url(str(self.client.base_url))}: {what} failed: {exc}"
+            ) from None
 
     def submit(self, requests: Iterable[tuple[str, dict[str, Any]]]) -> str:
         """Upload the requests (a JSONL file, spooled to disk) and create their batch; its id."""

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from judge.errors import HookError
 from judge.llm.tiers import ALIASES, PROVIDERS, TIERS, canonical_tier, resolve_model
+from judge.redact import redact_url
 
 #: ``fake:<mode>`` forms (besides ``fake:<script file>``).
 FAKE_MODES: tuple[str, ...] = ("allow", "block", "reasonless", "error", "heuristic", "optimizer")
@@ -129,7 +130,7 @@ def local_timeout_problem(
     if not local_server(url):
         return None
     return (
-        f"{timeout}s for {resolved.label} on the local server {url}: a judgement there takes "
+        f"{timeout}s for {resolved.label} on the local server {redact_url(url)}: a judgement there takes "
         f"2-4 requests, often 10-60 s on a CPU; below {LOCAL_TIMEOUT_HINT}s it may time out and "
         "fall to its failMode (docs/models.md, knobs for slow hardware)"
     )

@@ -40,6 +40,7 @@ from judge.llm.providers.schemas import VERDICT_SCHEMA as VERDICT_SCHEMA
 from judge.llm.providers.schemas import answer_or_call_schema as answer_or_call_schema
 from judge.llm.providers.schemas import call_schema as call_schema
 from judge.llm.providers.schemas import limited, local_server, reason_limit
+from judge.redact import redact_url
 
 Role = Literal["system", "user", "assistant", "tool"]
 #: "auto": the model may call a tool or answer; "none": it must answer (the verdict schema
@@ -337,5 +338,6 @@ class SDKProvider:
 
     @property
     def url(self) -> str:
-        """The base URL requests go to (the SDK's default when none is configured)."""
-        return str(getattr(self._client, "base_url", None) or self.base_url or "").rstrip("/")
+        """The base URL requests go to (the SDK's default when none is configured), without
+        a password or key it may carry: it is shown in reasons, warnings and logs."""
+        return redact_url(str(getattr(self._client, "base_url", None) or self.base_url or "").rstrip("/"))
