@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from pydantic import TypeAdapter, ValidationError
+
 from judge.decision import Decision
 from judge.files import load_json, open_regular
 from judge.log_table import LogTable, iter_log
@@ -135,6 +137,18 @@ def cascade_fields(decision: Decision) -> dict[str, Any]:
     return {"cascades": cascades} if cascades else {}
 
 
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
+
+
+def _succeeded(value: Any) -> bool:
+    """``tool_succeeded`` as the hooks saw it: read as the context model reads it
+    (``"false"``, ``"no"`` and ``0`` are false), not by Python truthiness."""
+    try:
+        return _BOOL.validate_python(value)
+    except ValidationError:
+        return bool(value)
+
+
 class AuditLog:
     """The logs in ``data_dir`` as JSONL files, or, given a ``table``, in the state database
     (:mod:`judge.log_table`): the same records either way."""
@@ -210,6 +224,7 @@ class AuditLog:
         )
 
     def tool_call(self, context: dict[str, Any], decision: Decision) -> None:
+        """One line of ``audit_log.jsonl`` for a finished tool call."""
         self._append(
             AUDIT_LOG,
             {
@@ -219,7 +234,7 @@ class AuditLog:
                 "tool_name": context.get("tool_name"),
                 "tool_input": context.get("tool_input"),
                 "tool_result": context.get("tool_result"),
-                "is_error": not bool(context.get("tool_succeeded", True)),
+                "is_error": not _succeeded(context.get("tool_succeeded", True)),
                 "decision": decision.decision,
                 "reason": decision.reason,
                 "hook_errors": [h.error for h in decision.hooks if h.error],

@@ -29,6 +29,8 @@ DECISIONS_LOG = "decisions.jsonl"
 ROTATE_BYTES = 32 * 1024 * 1024
 TAIL_BYTES = 2 * 1024 * 1024
 REASON_CHARS = 300
+#: An agent name is the client's text: kept as long as a valid one can be.
+AGENT_CHARS = 128
 RECENT = 50
 TOP_REASONS = 10
 TIMELINE_MINUTES = 60
@@ -45,7 +47,7 @@ def record_of(event: str, agent: Any, session: Any, decision: Decision, seconds:
     return {
         "ts": now_iso(),
         "event": event,
-        "agent": agent if isinstance(agent, str) else None,
+        "agent": _cut(agent, AGENT_CHARS) if isinstance(agent, str) else None,
         "session": session if isinstance(session, str) else None,
         "decision": decision.decision,
         "forcedStop": decision.forced_stop,

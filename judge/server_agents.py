@@ -11,7 +11,7 @@ from judge.config import EVENTS, Config, CustomAgent, validate_custom_agent
 from judge.errors import ConfigError
 from judge.server_bodies import ApiError
 
-AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")  # \Z: no newline after
 
 
 def check_name(name: str) -> str:

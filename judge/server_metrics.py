@@ -35,16 +35,23 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client import multiprocess as prometheus_multiprocess
 
 from judge.decision import Decision, Usage
+from judge.server_agents import AGENT_NAME
 
 #: Environment variable of prometheus_client's multiprocess mode (set by ``judge serve --workers``).
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 _SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 
 
+#: Distinct ``agent`` label values one process keeps (the rest are counted as ``other``).
+MAX_AGENT_LABELS = 200
+OTHER_AGENTS = "other"
+
+
 class GateMetrics:
     """The service's counters and histograms (one registry per app)."""
 
     def __init__(self) -> None:
+        self._agents: set[str] = set()
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         # In multiprocess mode values live in files; the registry here is only for creation.
         self.registry = CollectorRegistry(auto_describe=True)
@@ -87,9 +94,23 @@ class GateMetrics:
             registry=reg,
         )
 
+    def agent_label(self, agent: Any) -> str:
+        """The ``agent`` label of a request's ``agent_name``: a client chooses it, so only
+        a well-formed name, and only the first :data:`MAX_AGENT_LABELS` of them, get their
+        own series; the rest share ``other`` (the exposition and memory stay bounded)."""
+        if agent is None:
+            return ""
+        if not isinstance(agent, str) or not AGENT_NAME.match(agent):
+            return OTHER_AGENTS
+        if agent not in self._agents:
+            if len(self._agents) >= MAX_AGENT_LABELS:
+                return OTHER_AGENTS
+            self._agents.add(agent)
+        return agent
+
     def observe(self, event: str, agent: Any, decision: Decision, seconds: float) -> None:
         """Count one decision of ``event`` for the custom agent named ``agent``."""
-        agent_label = agent if isinstance(agent, str) else ""
+        agent_label = self.agent_label(agent)
         outcome = "forced_stop" if decision.forced_stop else decision.decision
         self.decisions.labels(event, agent_label, outcome).inc()
         if decision.forced_stop:

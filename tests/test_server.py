@@ -275,6 +275,9 @@ def test_agent_invalid_is_400_with_located_problems(main: Service, body: Any, wh
 
 def test_agent_bad_name_yaml_aliases_and_content_type(main: Service) -> None:
     assert main.api("PUT", "/api/v2/extendedAgent/agents/..bad", CUSTOM_AGENT)[0] == 400
+    for name in ("abc%0A", "abc%0D", "abc%0B", "a" * 129):  # `$` would let a final newline through
+        assert main.api("PUT", f"/api/v2/extendedAgent/agents/{name}", CUSTOM_AGENT)[0] == 400
+    assert "abc\n" not in main.api("GET", "/api/v2/extendedAgent/agents")[1]["agents"]
     bomb = b"a: &a [x, x]\nb: &b [*a, *a]\nproperties: {hooks: {}}\n"
     status, error = main.api(
         "PUT", "/api/v2/extendedAgent/agents/bomb", raw=bomb, headers={"Content-Type": "application/yaml"}

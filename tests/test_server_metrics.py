@@ -117,3 +117,25 @@ def test_every_worker_reports_the_whole_service(tmp_path: Path) -> None:
             check(text)
     finally:
         assert service.stop() == 0
+
+
+def test_client_chosen_agent_names_cannot_grow_the_metrics_without_bound() -> None:
+    from prometheus_client import generate_latest
+
+    from judge.decision import Decision
+    from judge.decision_log import record_of
+    from judge.server_metrics import MAX_AGENT_LABELS, GateMetrics
+
+    metrics = GateMetrics()
+    decision = Decision(event="Stop", decision="allow")
+    for i in range(MAX_AGENT_LABELS + 50):
+        metrics.observe("Stop", f"agent-{i}", decision, 0.01)
+    metrics.observe("Stop", "x" * 2_000_000, decision, 0.01)
+    metrics.observe("Stop", "bad name\n", decision, 0.01)
+    metrics.observe("Stop", None, decision, 0.01)
+    text = generate_latest(metrics.registry).decode()
+    agents = set(re.findall(r'judge_decisions_total\{agent="([^"]*)"', text))
+    assert len(agents) == MAX_AGENT_LABELS + 2  # the first names, "other" and "" (no agent)
+    assert {"agent-0", "other", ""} <= agents and f"agent-{MAX_AGENT_LABELS}" not in agents
+    assert len(text) < 200_000
+    assert len(record_of("Stop", "x" * 2_000_000, None, decision, 0.01)["agent"]) <= 129

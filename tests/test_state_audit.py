@@ -185,3 +185,13 @@ def test_audit_lines_are_single_lines_even_with_newlines_and_unicode(tmp_path: P
     lines = path.read_text(encoding="utf-8").split("\n")
     assert lines[-1] == "" and len(lines) == 3
     assert json.loads(lines[0]) == {"text": "line1\nline2 \u2028 é \U0001f600", "obj": "x"}
+
+
+def test_audit_reads_tool_succeeded_as_the_hooks_do(tmp_path: Path) -> None:
+    # the context model reads "false", "no" and 0 as false: the audit line must agree
+    audit = AuditLog(tmp_path / "data")
+    values = ["false", "no", "0", 0, False, "true", True]
+    for value in values:
+        context = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_succeeded": value}
+        audit.tool_call(context, _post_decision("allow", None))
+    assert [r["is_error"] for r in audit.tool_calls()] == [True, True, True, True, True, False, False]
