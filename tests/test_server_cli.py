@@ -53,7 +53,8 @@ def test_unreadable_state_database(tmp_path: Path, capsys: pytest.CaptureFixture
     data.mkdir()
     (data / "state.sqlite3").write_bytes(b"this is not a database" * 100)
     assert main(_serve(tmp_path)) == 1
-    assert "cannot open the state database" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"cannot use the state database {data / 'state.sqlite3'}: file is not a database" in err
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10"])
