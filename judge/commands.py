@@ -18,9 +18,11 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from judge.config import Hook
 from judge.errors import HookError
@@ -100,7 +102,7 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-def _retrieve(task: asyncio.Future[None]) -> None:
+def _retrieve(task: asyncio.Future[Any]) -> None:
     """Mark a background task's outcome as seen (a pipe error there is not our concern)."""
     if not task.cancelled():
         task.exception()
@@ -134,8 +136,9 @@ def _hook_argv(hook: Hook, workdir: str, user: HookUser | None) -> list[str]:
 
 
 def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> str:
-    """The transcript path a hook gets: its own copy when it runs as another user."""
-    if user is None:
+    """The transcript path a hook gets: its own copy when it runs as another user. A
+    transcript that does not exist is named as it is, whoever the hook runs as."""
+    if user is None or not os.path.lexists(transcript):
         return str(transcript)
     if not transcript.is_file():  # never copy a FIFO or a device
         raise HookError(f"the transcript is not a regular file: {transcript}")
@@ -149,6 +152,17 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
         raise HookError(f"cannot copy the transcript for the hook: {exc}") from None
     give_to(user, folder, copy)
     return str(copy)
+
+
+async def _copied(transcript: Path, workdir: str, user: HookUser | None, limit: float) -> str:
+    """:func:`_transcript_for` off the event loop and within the hook's timeout (the agent
+    chooses the transcript's size: a copy of gigabytes must not hold the loop or the hook)."""
+    copying = asyncio.ensure_future(asyncio.to_thread(_transcript_for, transcript, workdir, user))
+    copying.add_done_callback(_retrieve)
+    try:
+        return await asyncio.wait_for(asyncio.shield(copying), limit)
+    except TimeoutError:
+        raise HookError(f"timed out after {limit:g}s copying the transcript for the hook") from None
 
 
 async def run_command_hook(
@@ -178,7 +192,9 @@ async def run_command_hook(
         give_to(user, Path(workdir))
         cwd = resolve_cwd(hook.cwd, workdir, base_dir)
         env = hook_env(workdir, hook.env, extra_env)
-        seen_as = None if transcript is None else _transcript_for(transcript, workdir, user)
+        copy_began = time.monotonic()
+        seen_as = None if transcript is None else await _copied(transcript, workdir, user, limit)
+        limit = max(0.01, limit - (time.monotonic() - copy_began))
         if seen_as is not None:
             env["JUDGE_TRANSCRIPT"] = seen_as
         if callable(stdin_json):
@@ -213,11 +229,17 @@ async def run_command_hook(
 
         async def feed() -> None:
             assert proc.stdin is not None
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                proc.stdin.write(stdin_json.encode("utf-8"))
-                await proc.stdin.drain()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                proc.stdin.close()
+            # A lone surrogate (text decoded with surrogateescape, a JSON "\ud800") can
+            # only sit inside a JSON string, where backslashreplace writes it as the
+            # same JSON escape: the hook reads valid UTF-8 and the same JSON.
+            data = stdin_json.encode("utf-8", "backslashreplace")
+            try:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    proc.stdin.write(data)
+                    await proc.stdin.drain()
+            finally:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    proc.stdin.close()
 
         feeder = asyncio.ensure_future(feed())
         feeder.add_done_callback(_retrieve)

@@ -25,6 +25,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -49,18 +50,26 @@ def _busy(session_key: str, wait: float) -> SessionBusy:
 class LocalQueue:
     """One holder per key in this process: an :class:`asyncio.Lock` per key (dropped when
     unused), so the rounds of one session queue in memory instead of polling a lock that
-    lives outside the process. Stores take it before their cross-process lock."""
+    lives outside the process. Stores take it before their cross-process lock.
+
+    An asyncio lock belongs to one event loop, and a store may be shared by threads that
+    each run their own (``StopGate.check_sync``, a threaded server): each loop queues its
+    own rounds, and the cross-process lock, a separate ``flock`` per holder, orders the
+    loops."""
 
     def __init__(self) -> None:
-        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._locks: dict[tuple[asyncio.AbstractEventLoop, str], tuple[asyncio.Lock, int]] = {}
+        self._guard = threading.Lock()  # the table is shared by the threads' loops
 
     @asynccontextmanager
     async def hold(self, key: str, wait: float = DEFAULT_WAIT_SECONDS) -> AsyncIterator[float]:
         """Hold ``key``; yields the part of ``wait`` left for the next lock."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
-        self._locks[key] = (lock, users + 1)
+        slot = (loop, key)
+        with self._guard:
+            lock, users = self._locks.get(slot) or (asyncio.Lock(), 0)
+            self._locks[slot] = (lock, users + 1)
         try:
             try:
                 async with asyncio.timeout(wait):
@@ -72,11 +81,12 @@ class LocalQueue:
             finally:
                 lock.release()
         finally:
-            lock, users = self._locks[key]
-            if users <= 1:
-                del self._locks[key]
-            else:
-                self._locks[key] = (lock, users - 1)
+            with self._guard:
+                lock, users = self._locks[slot]
+                if users <= 1:
+                    del self._locks[slot]
+                else:
+                    self._locks[slot] = (lock, users - 1)
 
     def __len__(self) -> int:
         return len(self._locks)

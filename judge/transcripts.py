@@ -318,7 +318,8 @@ def prepare_transcript(path: str | Path, check: Callable[[], None] | None = None
     _evict_old(folder)
     descriptor, partial = tempfile.mkstemp(dir=folder, suffix=".part")
     try:
-        with open(descriptor, "w", encoding="utf-8") as handle:
+        # errors="replace": a JSON "\ud800" in the transcript is a lone surrogate once parsed
+        with open(descriptor, "w", encoding="utf-8", errors="replace") as handle:
             for number, line in enumerate(render_lines(source, fmt)):
                 if check is not None and number % 4096 == 0:
                     check()

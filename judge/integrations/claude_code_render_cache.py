@@ -92,7 +92,7 @@ def _render_whole(src: Path, out_fd: int, cancel: threading.Event | None = None)
     renderer = ClaudeCodeRenderer()
     long = False  # inside a line too long to keep
     with (
-        os.fdopen(out_fd, "w", encoding="utf-8") as out,
+        os.fdopen(out_fd, "w", encoding="utf-8", errors="replace") as out,  # lone surrogates
         open_regular(src, "transcript") as handle,
     ):
         while raw := handle.readline(MAX_LINE_BYTES):
@@ -215,14 +215,14 @@ def _update(
                 else:
                     pending += tail
                 if rendered:
-                    text.write(("\n".join(rendered) + "\n").encode("utf-8"))
+                    text.write(("\n".join(rendered) + "\n").encode("utf-8", "replace"))
             text.flush()
             text_size = text.tell()
             # A turn nothing follows yet is shown as it is, but not kept: the cache stops
             # before it and keeps it waiting, so the next Stop can still label it.
             state = renderer.state()
             if last := renderer.flush():
-                text.write(("\n".join(last) + "\n").encode("utf-8"))
+                text.write(("\n".join(last) + "\n").encode("utf-8", "replace"))
                 text.flush()
         start = max(0, offset - _TAIL_CHECK_BYTES)
         entry.save(

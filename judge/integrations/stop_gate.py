@@ -107,10 +107,27 @@ def _labelled(label: str, text: str) -> Iterator[str]:
         yield f"    {line}"
 
 
+def _plain(value: Any) -> Any:
+    """``value`` with the SDKs' objects as plain data: the official tool loops keep them in
+    the message list (``messages.append(choice.message)``, ``{"content": response.content}``)."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        with contextlib.suppress(Exception):
+            value = dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
 def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
-    """Readable lines for an Anthropic-style or OpenAI-style message list."""
-    for message in messages:
+    """Readable lines for an Anthropic-style or OpenAI-style message list (dicts, or the
+    SDKs' message objects)."""
+    for raw in messages:
+        message = _plain(raw)
         if not isinstance(message, Mapping):
+            yield f"[a message judge cannot read: {type(raw).__name__}]"
             continue
         role = str(message.get("role") or "unknown").upper()
         content: Any = message.get("content")
@@ -119,7 +136,11 @@ def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
             continue
         if isinstance(content, list):
             for block in content:
+                if isinstance(block, str):
+                    yield from _labelled(role, block)
+                    continue
                 if not isinstance(block, Mapping):
+                    yield f"{role}: [a content block judge cannot read: {type(block).__name__}]"
                     continue
                 kind = block.get("type")
                 if kind == "text":
@@ -156,7 +177,7 @@ def transcript_file(messages: Sequence[Mapping[str, Any]] | None) -> Iterator[Pa
     fd, name = tempfile.mkstemp(prefix="judge-transcript-", suffix=".txt")
     path = Path(name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as out:  # lone surrogates
             for line in render_messages(messages):
                 out.write(line + "\n")
         yield path

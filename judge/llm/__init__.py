@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -29,6 +30,8 @@ from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
 from judge.llm.tools.runner import tool_threads
 from judge.transcripts import prepare_transcript
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["JudgementTrace", "LLMJudge", "ProviderFactory", "ResolvedModel", "TraceObserver", "resolve_model"]
 
@@ -114,11 +117,16 @@ class LLMJudge:
                     )
                 except NotARegularFile as exc:
                     raise HookError(str(exc)) from None
+                except FileNotFoundError:
+                    # SPEC: the tools are given over the transcript when it exists.
+                    _log.warning("transcript %s not found; judged without it", request.transcript_path)
+                    rendered = None
                 except OSError as exc:
                     raise HookError(
                         f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
                     ) from None
-                tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds, budget=budget)
+                if rendered is not None:
+                    tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds, budget=budget)
             return await self._converse(model, env, request, prompt, tools, deadline, executor)
 
     async def _converse(

@@ -12,6 +12,7 @@ provider, the model and the base URL. Retrying is :mod:`judge.llm.retry`'s job.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -148,6 +149,21 @@ def wants_answer_schema(tools: list[ToolSpec], tool_choice: ToolChoice) -> bool:
 def token_count(value: Any) -> int:
     """A token count from a usage object: a positive int, else 0."""
     return value if isinstance(value, int) and value > 0 else 0
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(value: Any) -> Any:
+    """``value`` (a request body) with every lone surrogate replaced by U+FFFD, which
+    UTF-8, and so the SDKs, can carry."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_surrogates(k): without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_surrogates(v) for v in value]
+    return value
 
 
 def error_message(exc: Any) -> str:
@@ -313,7 +329,11 @@ class SDKProvider:
             self.before_request()
         started, log = time.monotonic(), self.request_log
         try:
-            data = await self._client.post(self.path, cast_to=object, body=body, options=options)
+            try:
+                data = await self._client.post(self.path, cast_to=object, body=body, options=options)
+            except UnicodeEncodeError:  # a lone surrogate (surrogateescape text): sent as U+FFFD
+                body = without_surrogates(body)
+                data = await self._client.post(self.path, cast_to=object, body=body, options=options)
         except BaseException as exc:
             if log is not None:
                 log.write(self.label, self.url, body, time.monotonic() - started, error=exc)
