@@ -148,15 +148,19 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     print(f"start-up (imports only, child process): {startup:.2f} s wall, {startup_cpu:.2f} s CPU")
+    cpus = os.cpu_count() or 1
     for concurrency, sdk_cpu in floors:
         ideal = opts.n * opts.latency / concurrency
-        floor = startup + max(ideal, sdk_cpu)
-        print(
-            f"one process at the bare SDK's CPU per call, concurrency {concurrency}: "
-            f"start-up {startup:.2f} s + "
-            f"max(ideal {ideal:.2f} s, SDK-only CPU {sdk_cpu:.2f} s) = {floor:.2f} s, "
-            f"wall/ideal >= {floor / ideal:.2f}"
-        )
+        for workers in sorted(set(opts.workers)):
+            spread = min(workers, cpus)
+            floor = startup + max(ideal, sdk_cpu / spread)
+            who = "one process" if workers == 1 else f"{workers} workers on {spread} CPUs"
+            print(
+                f"{who} at the bare SDK's CPU per call, concurrency {concurrency}: "
+                f"start-up {startup:.2f} s + "
+                f"max(ideal {ideal:.2f} s, SDK-only CPU {sdk_cpu:.2f} s / {spread}) = {floor:.2f} s, "
+                f"wall/ideal >= {floor / ideal:.2f}"
+            )
     most = max(opts.workers)
     at_100 = [row for row in rows if row[0] == f"100 x{most}w"]
     if at_100:
