@@ -279,3 +279,11 @@ def test_cache_key_covers_the_server_and_the_sampling_settings(
     monkeypatch.setenv(name, value)
     assert cache_key(request) != before
     assert cache_key(request) == cache_key(request)
+
+
+def test_cache_key_ignores_the_timeout() -> None:
+    # a cascade's later stage gets the time the earlier one left: the same question
+    hook = config_from_data(PROMPT_CONFIG).hooks.Stop[0]
+    request = PromptRequest(hook=hook, context={"final_output": "x"})
+    longer = PromptRequest(hook=hook.model_copy(update={"timeout": 7}), context={"final_output": "x"})
+    assert cache_key(request) == cache_key(longer)

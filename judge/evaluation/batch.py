@@ -36,8 +36,9 @@ from typing import Any
 
 from judge.audit import now_iso
 from judge.decision import PromptJudge
+from judge.engine import default_judge
 from judge.errors import HookError
-from judge.evaluation.batch_answers import BatchAnswerJudge
+from judge.evaluation.batch_answers import AnsweredFirstJudge, BatchAnswerJudge, keep_answers
 from judge.evaluation.batch_requests import (
     Pair,
     Plan,
@@ -328,9 +329,13 @@ def run_batch(
         if not run.judge_pairs(ready, answer_judge, None, emit_batch):
             outcome.interrupted = True
             return outcome
-        if not run.judge_pairs(set(fallback), judge, cache_path, emit):
+        # What the batch did answer for those cases is used (it is paid for); the rest is
+        # judged the normal way.
+        live = judge if judge is not None else default_judge()
+        if not run.judge_pairs(set(fallback), AnsweredFirstJudge(answer_judge, live, cache), None, emit):
             outcome.interrupted = True
             return outcome
+        keep_answers(answers, plan, cache)  # after the judging, which reports its own cache hits
         return outcome
     except KeyboardInterrupt:  # while planning, submitting or polling: the batches are saved
         outcome.interrupted = True

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from judge.decision import PromptRequest, PromptVerdict
+from judge.decision import PromptJudge, PromptRequest, PromptVerdict
 from judge.errors import HookError
-from judge.evaluation.batch_requests import batch_key, read_answer
+from judge.evaluation.batch_requests import Plan, batch_key, read_answer
 from judge.evaluation.batch_status import Outcome
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.llm.providers.base import SDKProvider
@@ -65,3 +65,49 @@ def _provider_for(providers: Mapping[str, SDKProvider], request: PromptRequest) 
     if not isinstance(request.hook.model, str):  # cascades never go to a batch
         raise HookError("a model cascade is not judged in a batch")
     return providers[resolve_model(request.hook.model, request.models).label]
+
+
+class AnsweredFirstJudge(CachingJudge):
+    """For a case a batch answered in part (it expired, was cancelled or failed before the
+    rest): the batch's answers where it gave one, already paid for, and ``live`` (cached
+    as usual) for the requests it left unanswered."""
+
+    def __init__(self, answers: BatchAnswerJudge, live: PromptJudge, cache: JudgementCache | None) -> None:
+        self.answers = answers
+        self.live: PromptJudge = CachingJudge(live, cache) if cache is not None else live
+        self.hits = 0
+        self.misses = 0
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        return await self.live.evaluate(request)
+
+    async def evaluate_cached(
+        self, request: PromptRequest, case_id: str | None = None
+    ) -> tuple[PromptVerdict, bool]:
+        key = batch_key(request, case_id or "")
+        kept = self.answers.batch_cache is not None and self.answers.batch_cache.get(key) is not None
+        outcome = self.answers.outcomes.get(key)
+        if kept or (outcome is not None and outcome.kind != "unfinished"):
+            return await self.answers.evaluate_cached(request, case_id)
+        if isinstance(self.live, CachingJudge):
+            return await self.live.evaluate_cached(request, case_id)
+        return await self.live.evaluate(request), False
+
+
+def keep_answers(outcomes: Mapping[str, Outcome], plan: Plan, cache: JudgementCache | None) -> None:
+    """Put every verdict the batches returned in the cache, the ones the engine will not
+    ask for included (a PreToolUse hook after a denial): each was paid for, and an
+    answer left out would be asked for, and waited on, in a new batch on every re-run."""
+    if cache is None:
+        return
+    for key, outcome in outcomes.items():
+        request = plan.requests.get(key)
+        if outcome.kind != "answer" or request is None or cache.get(key) is not None:
+            continue
+        provider = plan.providers.get(f"{request.provider}:{request.model}")
+        if provider is None:
+            continue
+        try:
+            cache.put(key, read_answer(provider, outcome.value))
+        except Exception:  # not a verdict: the engine reports it if it asks for this one
+            continue

@@ -75,8 +75,10 @@ class AnthropicBatches:
         try:
             for entry in entries:
                 outcomes[entry.custom_id] = _outcome(entry.result)
-        except self.sdk.AnthropicError as exc:
-            raise BatchError(f"anthropic: reading the results of {status.id} failed: {exc}") from None
+        except Exception as exc:  # the SDK's errors, a broken line (JSONDecodeError), a dropped stream
+            raise BatchError(
+                f"anthropic: reading the results of {status.id} failed: {type(exc).__name__}: {exc}"
+            ) from None
         return outcomes
 
     def cancel(self, batch_id: str) -> None:

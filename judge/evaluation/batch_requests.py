@@ -290,7 +290,9 @@ def read_answer(provider: SDKProvider, data: object) -> PromptVerdict:
     if found is None:
         snippet = completion.text.strip()[:200].replace("\n", "\\n")
         raise HookError(
-            f"the judge's batch answer is not a verdict (a batch request gets no repair turn): {snippet!r}"
+            f"the judge's batch answer is not a verdict (a batch request gets no repair turn): {snippet!r}",
+            model=provider.label,
+            usage=completion.usage,
         )
     ok, reason = found
     return PromptVerdict(ok=ok, reason=reason, model=provider.label, usage=completion.usage)

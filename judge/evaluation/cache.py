@@ -5,7 +5,7 @@ The key is a SHA-256 over everything that determines the answer:
 * the rendered prompt (the hook's template with its includes and the context, with the
   transcript *path* replaced by the transcript's content hash, so a temporary file name
   does not defeat the cache) — or, when the prompt cannot be rendered, the template text;
-* the whole hook definition (model, timeout, ...), the config's ``models`` mapping and the
+* the whole hook definition but its timeout (model, prompt, ...), the config's ``models`` mapping and the
   resolved model label (``openai:gpt-5.4-mini``; environment overrides included);
 * the settings that change what the model is asked or who answers: the providers' base
   URLs (one model name on another server is another judge) and the sampling and answer
@@ -110,7 +110,9 @@ def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
     material = {
         "v": KEY_VERSION,
         "prompt": _rendered(request, context),
-        "hook": request.hook.model_dump(mode="json", by_alias=True),
+        # (not its timeout: a cascade's later stage gets the time the earlier one left, and
+        # a judgement that timed out is never cached)
+        "hook": request.hook.model_dump(mode="json", by_alias=True, exclude={"timeout"}),
         "context": context,
         "models": dict(sorted(request.models.items())),
         "model": _model_label(request),

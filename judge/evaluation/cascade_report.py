@@ -24,12 +24,20 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from judge.config import STOP_EVENTS
 from judge.decision import CascadeStage
 from judge.evaluation.runner import CaseResult
 
 
-def _verdict(stage: CascadeStage | None) -> str | None:
-    return None if stage is None or stage.verdict == "error" else stage.verdict
+def _verdict(stage: CascadeStage | None, event: str | None) -> str | None:
+    """The stage's verdict as the hook reads it: on Stop and SubagentStop a rejection
+    without a reason is an approval (the engine's rule), so a model is scored as if it
+    were the hook's only one."""
+    if stage is None or stage.verdict == "error":
+        return None
+    if stage.verdict == "block" and not stage.reason and event in STOP_EVENTS:
+        return "allow"
+    return stage.verdict
 
 
 def _scored(pairs: Sequence[tuple[str | None, str | None]]) -> dict[str, Any]:
@@ -71,7 +79,7 @@ def _stage_row(index: int, called: list[tuple[CaseResult, list[CascadeStage]]], 
     return row
 
 
-def _hook_section(runs: list[tuple[CaseResult, list[CascadeStage]]]) -> dict[str, Any]:
+def _hook_section(runs: list[tuple[CaseResult, list[CascadeStage]]], event: str | None) -> dict[str, Any]:
     n = len(runs)
     depth = max(len(stages) for _, stages in runs)
     escalated = [(r, stages) for r, stages in runs if len(stages) > 1]
@@ -81,23 +89,23 @@ def _hook_section(runs: list[tuple[CaseResult, list[CascadeStage]]]) -> dict[str
         "judgements": n,
         "stages": [_stage_row(k, [(r, s) for r, s in runs if len(s) > k], n) for k in range(depth)],
         "firstAlone": {
-            **_scored([(r.label, _verdict(stages[0])) for r, stages in runs]),
+            **_scored([(r.label, _verdict(stages[0], event)) for r, stages in runs]),
             "costUsd": first_cost,
         },
         "cascade": {
-            **_scored([(r.label, _verdict(stages[-1])) for r, stages in runs]),
+            **_scored([(r.label, _verdict(stages[-1], event)) for r, stages in runs]),
             "costUsd": total_cost,
             "escalationRate": len(escalated) / n if n else None,
         },
         "escalated": {
             "judgements": len(escalated),
-            "first": _scored([(r.label, _verdict(stages[0])) for r, stages in escalated]),
-            "final": _scored([(r.label, _verdict(stages[-1])) for r, stages in escalated]),
+            "first": _scored([(r.label, _verdict(stages[0], event)) for r, stages in escalated]),
+            "final": _scored([(r.label, _verdict(stages[-1], event)) for r, stages in escalated]),
         },
     }
 
 
-def cascade_section(results: Sequence[CaseResult]) -> dict[str, Any] | None:
+def cascade_section(results: Sequence[CaseResult], event: str | None = None) -> dict[str, Any] | None:
     """``{hook: section}`` for every cascade hook in ``results`` (None without any)."""
     hooks = sorted({key for r in results for key in r.cascades or {}})
     if not hooks:
@@ -105,7 +113,7 @@ def cascade_section(results: Sequence[CaseResult]) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     for hook in hooks:
         runs = [(r, (r.cascades or {})[hook]) for r in results if (r.cascades or {}).get(hook)]
-        out[hook] = _hook_section(runs)
+        out[hook] = _hook_section(runs, event)
     return out
 
 

@@ -55,7 +55,7 @@ def _err(message: str) -> None:
 def write_reports(suite: Suite, results: list[CaseResult], out: Path) -> dict[str, Any]:
     """Compute the metrics from ``results`` (in suite order) and write the three report
     files; returns the exact (unrounded) metrics."""
-    metrics = compute_metrics(results, name=suite.name)
+    metrics = compute_metrics(results, name=suite.name, event=suite.event)
     report = rounded(metrics)
     _atomic_write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_junit(results, out / "junit.xml", suite.name)

@@ -107,7 +107,7 @@ def compare_main(
         if code == 2:
             all_errored.append(variant.name)
         results.append(done)
-        metrics.append(compute_metrics(done, name=f"{suite.name} [{variant.name}]"))
+        metrics.append(compute_metrics(done, name=f"{suite.name} [{variant.name}]", event=suite.event))
     suite = suites[0]
     comparison = build_comparison(
         suite.name,

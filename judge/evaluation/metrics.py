@@ -232,14 +232,15 @@ def error_groups(results: list[CaseResult]) -> list[dict[str, Any]]:
     ]
 
 
-def compute_report(results: list[CaseResult], *, name: str = "") -> dict[str, Any]:
+def compute_report(results: list[CaseResult], *, name: str = "", event: str | None = None) -> dict[str, Any]:
     """The ``report.json`` object for ``results`` (see the module docstring for definitions)."""
-    report: dict[str, Any] = rounded(compute_metrics(results, name=name))
+    report: dict[str, Any] = rounded(compute_metrics(results, name=name, event=event))
     return report
 
 
-def compute_metrics(results: list[CaseResult], *, name: str = "") -> dict[str, Any]:
-    """:func:`compute_report` with exact (unrounded) values."""
+def compute_metrics(results: list[CaseResult], *, name: str = "", event: str | None = None) -> dict[str, Any]:
+    """:func:`compute_report` with exact (unrounded) values (``event``: the suite's, which the
+    cascade section needs to read each model's verdict as the hook does)."""
     report: dict[str, Any] = {"name": name}
     basic, ci = _basic(results)
     report.update(basic)
@@ -283,7 +284,7 @@ def compute_metrics(results: list[CaseResult], *, name: str = "") -> dict[str, A
     }
     report["cachedResults"] = sum(1 for r in results if r.cached)
     report["byTag"] = _by_tag(results)
-    cascades = cascade_section(results)
+    cascades = cascade_section(results, event)
     if cascades is not None:
         report["cascade"] = cascades
     return report

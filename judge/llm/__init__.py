@@ -162,6 +162,10 @@ class LLMJudge:
                 _imported.add(model.provider)
             async with leased_provider(model, env, request.base_dir) as provider:
                 return await run_judgement(provider, prompt, tools, deadline, **options)
+        except HookError as exc:
+            if exc.usage is None and trace.requests:  # answered, but no usable verdict: still paid
+                exc.usage = trace.usage
+            raise
         finally:
             if self.observer is not None:
                 self.observer(request, trace)

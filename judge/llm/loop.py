@@ -233,6 +233,8 @@ class JudgementTrace:
     #: ``evidence: required``: re-asks for a rejection's evidence, citation problems found
     evidence_reasks: int = 0
     citation_problems: int = 0
+    #: the tokens of every answered request so far (a judgement that fails still spent them)
+    usage: Usage = field(default_factory=Usage)
 
 
 async def _text_tool_round(
@@ -305,7 +307,7 @@ async def run_judgement(
 
         completion = await call_with_retries(attempt, deadline)
         trace.requests += 1
-        usage = usage + completion.usage
+        usage = trace.usage = usage + completion.usage
         if completion.tool_calls:
             allowed = tools is not None and rounds < max_tool_rounds and not final_turn
             messages.append(Message("assistant", completion.text, completion.tool_calls))
