@@ -261,6 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    # A lone surrogate (an agent's bytes decoded with surrogateescape, a JSON "\ud800") in
+    # a reason or a record is printed as the escape it is in JSON, never a crash that would
+    # turn a block into Claude Code's non-blocking error.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     stdin_text: str | None = None
     if arguments[:1] == ["claude-code"]:
         # Claude Code starts a process per tool call: answer "nothing to do" without

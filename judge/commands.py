@@ -18,6 +18,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -135,9 +136,28 @@ def _hook_argv(hook: Hook, workdir: str, user: HookUser | None) -> list[str]:
     return [shutil.which("bash") or "/bin/bash", "-c", hook.command or ""]
 
 
-def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> str:
-    """The transcript path a hook gets: its own copy when it runs as another user. A
-    transcript that does not exist is named as it is, whoever the hook runs as."""
+#: Bytes copied between checks whether a transcript copy must stop (its hook timed out).
+COPY_CHUNK = 32 * 1024 * 1024
+
+
+def _copy_until(source: Path, target: Path, stop: threading.Event) -> None:
+    """Copy ``source`` to a new ``target`` in kernel-side chunks until done or ``stop``."""
+    with open(source, "rb") as src, open(target, "xb") as dst:
+        offset = 0
+        while not stop.is_set():
+            sent = os.sendfile(dst.fileno(), src.fileno(), offset, COPY_CHUNK)
+            if sent == 0:
+                return
+            offset += sent
+    raise HookError("the transcript copy was stopped")
+
+
+def _transcript_for(
+    transcript: Path, workdir: str, user: HookUser | None, stop: threading.Event | None = None
+) -> str:
+    """The transcript path a hook gets: its own copy when it runs as another user (made
+    until ``stop`` is set). A transcript that does not exist is named as it is, whoever
+    the hook runs as."""
     if user is None or not os.path.lexists(transcript):
         return str(transcript)
     if not transcript.is_file():  # never copy a FIFO or a device
@@ -146,7 +166,7 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
     folder.mkdir(mode=0o700)
     copy = folder / transcript.name
     try:
-        shutil.copyfile(transcript, copy)
+        _copy_until(transcript, copy, stop or threading.Event())
         copy.chmod(0o600)
     except OSError as exc:
         raise HookError(f"cannot copy the transcript for the hook: {exc}") from None
@@ -156,12 +176,17 @@ def _transcript_for(transcript: Path, workdir: str, user: HookUser | None) -> st
 
 async def _copied(transcript: Path, workdir: str, user: HookUser | None, limit: float) -> str:
     """:func:`_transcript_for` off the event loop and within the hook's timeout (the agent
-    chooses the transcript's size: a copy of gigabytes must not hold the loop or the hook)."""
-    copying = asyncio.ensure_future(asyncio.to_thread(_transcript_for, transcript, workdir, user))
+    chooses the transcript's size: a copy of gigabytes must not hold the loop or the hook,
+    and a copy past the timeout stops at its next chunk)."""
+    stop = threading.Event()
+    copying = asyncio.ensure_future(asyncio.to_thread(_transcript_for, transcript, workdir, user, stop))
     copying.add_done_callback(_retrieve)
     try:
         return await asyncio.wait_for(asyncio.shield(copying), limit)
-    except TimeoutError:
+    except (TimeoutError, asyncio.CancelledError) as exc:
+        stop.set()
+        if isinstance(exc, asyncio.CancelledError):
+            raise
         raise HookError(f"timed out after {limit:g}s copying the transcript for the hook") from None
 
 

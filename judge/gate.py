@@ -35,6 +35,16 @@ def count_key(event: str, session_id: str) -> str:
     return session_id if event == "Stop" else f"{session_id}:{event}"
 
 
+def _storable(session_id: str) -> str:
+    """``session_id`` as a database takes it: a lone surrogate (an id given as bytes that
+    are not UTF-8) becomes its escape, the same one every time."""
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError:
+        return session_id.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
+    return session_id
+
+
 def spend_keys(session_id: str | None) -> list[str]:
     """Where spending is recorded: the session (when known) and the UTC day."""
     day = f"day:{datetime.now(UTC):%Y-%m-%d}"
@@ -79,7 +89,7 @@ class Gate:
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
         sid = session_id or context.get("session_id")
-        sid = str(sid) if sid is not None else None
+        sid = _storable(str(sid)) if sid is not None else None
         if event in STOP_EVENTS and self.store is not None and sid:
             # read count -> decide -> write count, one round of the session at a time
             async with self.store.session_round(count_key(event, sid), self.lock_wait):

@@ -19,9 +19,11 @@ def redact_url(url: str) -> str:
     text = _SECRET_PARAMS.sub(r"\1***", url)
     try:
         parts = urlsplit(text)
+        user, at, host = parts.netloc.rpartition("@")
         if parts.password is not None:
-            user, _, host = parts.netloc.rpartition("@")
             text = text.replace(parts.netloc, f"{user.split(':', 1)[0]}:***@{host}", 1)
+        elif at and parts.scheme in ("http", "https"):  # a gateway's token given as the user name
+            text = text.replace(parts.netloc, f"***@{host}", 1)
     except ValueError:
         pass
     return text

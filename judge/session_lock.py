@@ -123,7 +123,7 @@ async def session_lock(
     folder: Path, session_key: str, wait: float = DEFAULT_WAIT_SECONDS
 ) -> AsyncIterator[None]:
     """Hold the lock of ``session_key`` (files in ``folder``) for the body."""
-    name = hashlib.sha256(session_key.encode("utf-8")).hexdigest()[:40] + ".lock"
+    name = hashlib.sha256(session_key.encode("utf-8", "surrogatepass")).hexdigest()[:40] + ".lock"
     path = folder / name
     loop = asyncio.get_running_loop()
     give_up = loop.time() + wait

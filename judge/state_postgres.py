@@ -77,7 +77,7 @@ _ROUND: ContextVar[tuple[int, Conn] | None] = ContextVar("judge_state_round", de
 
 def lock_id(key: str) -> int:
     """The advisory lock key of a session key: 64 bits of its SHA-256, namespaced."""
-    digest = hashlib.sha256(b"judge-stop-round\0" + key.encode("utf-8")).digest()
+    digest = hashlib.sha256(b"judge-stop-round\0" + key.encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -115,8 +117,11 @@ async def test_a_transcript_copy_for_another_user_is_off_the_loop_and_within_the
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # under root every command hook gets its own copy of a transcript the agent sized
-    def slow_copy(transcript: Path, workdir: str, user: Any) -> str:
-        time.sleep(1.5)
+    stops: list[threading.Event] = []
+
+    def slow_copy(transcript: Path, workdir: str, user: Any, stop: threading.Event) -> str:
+        stops.append(stop)
+        stop.wait(5)
         return str(transcript)
 
     monkeypatch.setattr(commands, "_transcript_for", slow_copy)
@@ -136,6 +141,22 @@ async def test_a_transcript_copy_for_another_user_is_off_the_loop_and_within_the
     beat.cancel()
     assert time.monotonic() - started < 1.2
     assert ticks >= 5  # the event loop kept running while the copy went on
+    assert stops and stops[0].is_set()  # and the copy is told to stop, not left running
+
+
+def test_a_transcript_copy_is_whole_and_stops_when_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(commands, "COPY_CHUNK", 1000)
+    source = tmp_path / "t.txt"
+    source.write_bytes(bytes(range(256)) * 40)
+    commands._copy_until(source, tmp_path / "copy.txt", threading.Event())
+    assert (tmp_path / "copy.txt").read_bytes() == source.read_bytes()
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(HookError, match="stopped"):
+        commands._copy_until(source, tmp_path / "stopped.txt", stop)
+    assert (tmp_path / "stopped.txt").stat().st_size == 0
 
 
 def test_stop_gates_on_several_threads_share_one_store(tmp_path: Path) -> None:
@@ -165,3 +186,27 @@ def test_stop_gates_on_several_threads_share_one_store(tmp_path: Path) -> None:
         thread.join(timeout=60)
     assert sorted(results) == [1, 2, 3, 4]
     assert store.rejection_count("s1") == 4 and time.monotonic() - started < 30
+
+
+def test_a_reason_quoting_a_lone_surrogate_is_printed_not_a_crash(tmp_path: Path) -> None:
+    # the hook reads the answer's surrogate as JSON's escape and quotes it back: printing the
+    # block must not crash (Claude Code reads exit 1 as a non-blocking error: a fail open)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "hooks:\n  Stop:\n    - type: command\n      failMode: block\n      script: |\n"
+        "        #!/usr/bin/env python3\n        import json, sys\n"
+        "        tail = json.load(sys.stdin)['final_output'][-3:]\n"
+        "        print(json.dumps({'decision': 'block', 'reason': 'ends mid-word: ' + tail}))\n",
+        encoding="utf-8",
+    )
+    context = tmp_path / "ctx.json"
+    context.write_text('{"final_output": "Deploy status: \\ud83d"}', encoding="utf-8")
+    argv = [sys.executable, "-m", "judge", "run", "--config", str(config), "--event", "Stop"]
+    done = subprocess.run(
+        [*argv, "--context", str(context), "--session", "s\udcff", "--state", str(tmp_path / "s.db")],
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["decision"] == "block" and answer["reason"] == "ends mid-word: : \ud83d"

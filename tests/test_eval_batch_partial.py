@@ -161,3 +161,21 @@ def test_a_judgement_without_a_usable_verdict_still_reports_its_tokens(
     (result,) = read_results(tmp_path / "o" / "results.jsonl")
     assert result.error is not None and "not a verdict" in result.error
     assert answered >= 2 and result.usage.input_tokens > 0 and result.cost_usd
+
+
+def test_batch_state_keeps_no_credential_and_polls_with_the_live_one(
+    tmp_path: Path, env: pytest.MonkeyPatch
+) -> None:
+    rows = [{"id": "c1", "context": {"final_output": "done"}, "label": "allow"}]
+    suite = write_suite(
+        tmp_path / "s", rows, {"hooks": {"Stop": [{"type": "prompt", "prompt": "Done? $ARGUMENTS"}]}}
+    )
+    with LLMServer(default=verdict(True)) as server:
+        use(env, server, "openai")
+        env.setenv("OPENAI_BASE_URL", server.openai_base_url.replace("http://", "http://gwuser:TOPSECRET@"))
+        assert run_eval([str(suite), "--out", str(tmp_path / "o"), "--batch", "--quiet"]) == 0
+    state = tmp_path / "o" / "batch.json"
+    text = state.read_text()
+    assert "TOPSECRET" not in text and "gwuser:***@" in text  # batch.json is a CI artifact
+    assert state.stat().st_mode & 0o777 == 0o600
+    assert report(tmp_path / "o")["batch"]["judgedInBatches"] == 1  # polled and read through the live URL

@@ -318,3 +318,18 @@ def test_odd_case_lines_are_located_errors(
     assert run_eval([str(suite), "--out", str(tmp_path / "o"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "cases.jsonl:1: " in err and expected in err and "Traceback" not in err
+
+
+def test_cases_holding_lone_surrogates_are_judged_cached_and_reported(tmp_path: Path) -> None:
+    rows = [
+        {"id": "a", "context": {"final_output": "answer 1 BAD \ud800"}, "label": "allow"},
+        {"id": "b", "context": {"final_output": "fine"}, "transcript": "USER: hi \udcff", "label": "allow"},
+    ]
+    suite = write_suite(tmp_path / "s", rows)
+    (tmp_path / "s" / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    for run in ("o1", "o2"):  # the second from the cache
+        assert run_eval([str(suite), "--out", str(tmp_path / run), "--quiet"]) == 0
+        report = json.loads((tmp_path / run / "report.json").read_text())
+        assert report["errors"] == 0 and report["accuracy"] == 0.5
+        assert "incomplete: answer 1 BAD" in (tmp_path / run / "report.html").read_text()  # a disagreement
+    assert json.loads((tmp_path / "o2" / "report.json").read_text())["cachedResults"] == 2

@@ -260,25 +260,42 @@ def test_a_reason_holding_a_unicode_line_separator_survives_the_results_file(
 
 
 @pytest.mark.parametrize(
-    ("name", "value"),
+    ("name", "value", "model"),
     [
-        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
-        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
-        ("JUDGE_TEMPERATURE", "0"),
-        ("JUDGE_MAX_OUTPUT_TOKENS", "512"),
-        ("JUDGE_TEXT_TOOL_CALLS", "0"),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1", "openai:judge-test"),
+        ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9", "anthropic:judge-test"),
+        ("JUDGE_TEMPERATURE", "0", "fake:allow"),
+        ("JUDGE_MAX_OUTPUT_TOKENS", "512", "fake:allow"),
+        ("JUDGE_TEXT_TOOL_CALLS", "0", "fake:allow"),
     ],
 )
 def test_cache_key_covers_the_server_and_the_sampling_settings(
-    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, model: str
 ) -> None:
     # the same model name on another server, or sampled otherwise, is another judge
     monkeypatch.delenv(name, raising=False)
-    request = PromptRequest(hook=config_from_data(PROMPT_CONFIG).hooks.Stop[0], context={"final_output": "x"})
+    hook = config_from_data(PROMPT_CONFIG).hooks.Stop[0].model_copy(update={"model": model})
+    request = PromptRequest(hook=hook, context={"final_output": "x"})
     before = cache_key(request)
     monkeypatch.setenv(name, value)
     assert cache_key(request) != before
-    assert cache_key(request) == cache_key(request)
+
+
+def test_cache_key_ignores_a_server_the_hook_never_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for model in ("anthropic:judge-test", "fake:allow"):
+        hook = config_from_data(PROMPT_CONFIG).hooks.Stop[0].model_copy(update={"model": model})
+        request = PromptRequest(hook=hook, context={"final_output": "x"})
+        before = cache_key(request)
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        assert cache_key(request) == before
+        monkeypatch.delenv("OPENAI_BASE_URL")
+    openai_hook = config_from_data(PROMPT_CONFIG).hooks.Stop[0].model_copy(update={"model": "openai:m"})
+    request = PromptRequest(hook=openai_hook, context={"final_output": "x"})
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    with_slash = cache_key(request)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1/")
+    assert cache_key(request) == with_slash
 
 
 def test_cache_key_ignores_the_timeout() -> None:

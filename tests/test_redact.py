@@ -17,6 +17,7 @@ from judge.redact import redact_url
         ("https://gw.example/v1?key=k1", "https://gw.example/v1?key=***"),
         ("http://gwuser:TOPSECRET@127.0.0.1:8080/v1", "http://gwuser:***@127.0.0.1:8080/v1"),
         ("postgresql://u@h/db", "postgresql://u@h/db"),
+        ("http://sk-live-SECRET@127.0.0.1:9/v1", "http://***@127.0.0.1:9/v1"),
         ("https://api.openai.com/v1", "https://api.openai.com/v1"),
     ],
 )

@@ -70,6 +70,9 @@ from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
 from judge.llm.providers.clients import api_settings
 from judge.pricing import batch_cost
+from judge.redact import redact_url
+
+_URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 def _client(provider: str, base_url: str | None, env: Mapping[str, str]) -> BatchClient:
@@ -118,6 +121,9 @@ class _Run:
             print(text, file=sys.stderr, flush=True)
 
     def client(self, provider: str, base_url: str | None) -> BatchClient:
+        if base_url is not None and "***" in base_url:  # saved without its credentials
+            live = self.env.get(_URL_VARS.get(provider, ""))
+            base_url = live if live and redact_url(live) == base_url else base_url
         found = self.clients.get((provider, base_url))
         if found is None:
             found = self.clients[(provider, base_url)] = _client(provider, base_url, self.env)
@@ -156,7 +162,7 @@ class _Run:
                 state.batches.append(
                     SavedBatch(
                         provider=provider,
-                        base_url=base_url,
+                        base_url=redact_url(base_url) if base_url else base_url,  # batch.json is an artifact
                         model=model,
                         id=batch_id,
                         keys=chunk,

@@ -38,7 +38,7 @@ from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
 from judge.llm.loop import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
 from judge.llm.prompts import judged_context, render_prompt
-from judge.llm.providers.base import Message, SDKProvider
+from judge.llm.providers.base import Message, SDKProvider, without_surrogates
 from judge.llm.tiers import resolve_model
 from judge.llm.verdicts import find_verdict
 from judge.transcripts import prepare_transcript
@@ -77,7 +77,7 @@ def batch_key(request: PromptRequest, case_id: str) -> str:
     providers), also its key in the judgement cache (apart from normal judgements: a
     verdict given without tools is not one given with them)."""
     material = f"{KEY_VERSION}|{cache_key(request, case_id)}"
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+    return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -110,7 +110,10 @@ class Plan:
     spool: IO[bytes] = field(default_factory=lambda: _spool())
 
     def add(self, key: str, provider: str, base_url: str | None, model: str, body: dict[str, Any]) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: sent as U+FFFD, as a live request is
+            data = json.dumps(without_surrogates(body), ensure_ascii=False).encode("utf-8")
         offset = self.spool.seek(0, os.SEEK_END)
         self.spool.write(data)
         self.requests[key] = BatchRequest(key, provider, base_url, model, offset, len(data))

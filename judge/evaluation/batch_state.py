@@ -59,7 +59,9 @@ def load_state(out: Path) -> BatchState:
 def save_state(out: Path, state: BatchState) -> None:
     path = out / STATE_NAME
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(state.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # batch ids: the owner's
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(state.model_dump_json(by_alias=True, indent=2) + "\n")
     os.replace(tmp, path)
 
 

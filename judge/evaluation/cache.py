@@ -101,6 +101,23 @@ def _rendered(request: PromptRequest, context: dict[str, Any]) -> str:
         return template
 
 
+def _settings(request: PromptRequest) -> dict[str, str]:
+    """The :data:`ANSWER_SETTINGS` that apply to ``request``: a provider's base URL only
+    when one of the hook's models is that provider's (without a trailing ``/``)."""
+    providers = {_one_label(model, request).partition(":")[0] for model in request.hook.models}
+    found: dict[str, str] = {}
+    for name in ANSWER_SETTINGS:
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        if name.endswith("_BASE_URL"):
+            if name.removesuffix("_BASE_URL").lower() not in providers:
+                continue
+            value = value.rstrip("/")
+        found[name] = value
+    return found
+
+
 def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
     """The cache key of one judgement of eval case ``case_id`` (see the module docstring)."""
     transcript_hash = file_sha256(request.transcript_path)
@@ -119,10 +136,10 @@ def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
         "transcript": transcript_hash,
         "repeat": request.repeat,
         "case": case_id,
-        "settings": {name: os.environ[name] for name in ANSWER_SETTINGS if name in os.environ},
+        "settings": _settings(request),
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class JudgementCache:
@@ -143,13 +160,14 @@ class JudgementCache:
             row = self._db.execute("SELECT verdict FROM judgements WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        try:
-            return PromptVerdict.model_validate_json(row[0])
+        try:  # (Python's json: pydantic's parser refuses a lone surrogate's escape)
+            return PromptVerdict.model_validate(json.loads(row[0]))
         except ValueError:
             return None  # an unreadable entry is a miss; it is overwritten on the next put
 
     def put(self, key: str, verdict: PromptVerdict) -> None:
-        blob = verdict.model_dump_json(by_alias=True)
+        # json, not pydantic's writer: a reason may quote a lone surrogate, kept as its escape
+        blob = json.dumps(verdict.model_dump(mode="python", by_alias=True), default=str)
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO judgements (key, verdict) VALUES (?, ?)", (key, blob))
             self._db.commit()

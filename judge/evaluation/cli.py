@@ -65,7 +65,7 @@ def write_reports(suite: Suite, results: list[CaseResult], out: Path) -> dict[st
 
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8", errors="backslashreplace")  # a lone surrogate: its JSON escape
     os.replace(tmp, path)
 
 

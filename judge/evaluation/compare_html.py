@@ -167,4 +167,4 @@ def render_comparison_html(report: dict[str, Any], cases: list[Case]) -> str:
 
 
 def write_comparison_html(report: dict[str, Any], cases: list[Case], path: Path) -> None:
-    path.write_text(render_comparison_html(report, cases), encoding="utf-8")
+    path.write_text(render_comparison_html(report, cases), encoding="utf-8", errors="backslashreplace")

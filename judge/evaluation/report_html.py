@@ -267,4 +267,6 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
 def write_html(
     report: dict[str, Any], results: list[CaseResult], cases: list[Case], base_dir: Path, path: str | Path
 ) -> None:
-    Path(path).write_text(render_html(report, results, cases, base_dir), encoding="utf-8")
+    Path(path).write_text(
+        render_html(report, results, cases, base_dir), encoding="utf-8", errors="backslashreplace"
+    )

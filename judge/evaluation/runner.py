@@ -103,7 +103,7 @@ class _Transcripts:
             return None
         if self._tmp is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="judge-eval-")
-        data = case.transcript.encode("utf-8")
+        data = case.transcript.encode("utf-8", "backslashreplace")  # a lone surrogate as its escape
         path = Path(self._tmp.name) / f"{hashlib.sha256(data).hexdigest()[:32]}.txt"
         if not path.exists():
             path.write_bytes(data)
@@ -313,7 +313,7 @@ class ResultsWriter:
         self.error: OSError | None = None
 
     def write(self, result: CaseResult) -> None:
-        self._queue.put(result.to_line().encode("utf-8"))
+        self._queue.put(result.to_line().encode("utf-8", "backslashreplace"))  # JSON's own escape
 
     def _run(self) -> None:
         while True:
@@ -368,7 +368,10 @@ def read_results(path: str | Path) -> list[CaseResult]:
         try:
             out.append(CaseResult.model_validate_json(line))
         except ValidationError:
-            continue
+            try:  # pydantic's parser refuses a lone surrogate's escape; Python's json reads it
+                out.append(CaseResult.model_validate(json.loads(line)))
+            except (ValueError, ValidationError):
+                continue
     return out
 
 

@@ -193,17 +193,18 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
         except ContextError as exc:
             problems.append(f"{where}: case {case.id!r}: {exc}")
             continue
-        if case.transcript_path is not None:
+        summary = case.context.get("execution_summary")
+        named = case.transcript_path or (summary if isinstance(summary, str) and summary else None)
+        field = "transcript_path" if case.transcript_path is not None else "execution_summary"
+        if named is not None:  # a typo would be judged without the transcript: say so now
             try:
-                found = resolve_path(base_dir, case.transcript_path).is_file()
+                found = resolve_path(base_dir, named).is_file()
             except (OSError, ValueError) as exc:  # a name too long for the file system, ...
                 why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                problems.append(f"{where}: case {case.id!r}: transcript_path cannot be used: {why}")
+                problems.append(f"{where}: case {case.id!r}: {field} cannot be used: {why}")
                 continue
             if not found:
-                problems.append(
-                    f"{where}: case {case.id!r}: transcript_path not found: {case.transcript_path}"
-                )
+                problems.append(f"{where}: case {case.id!r}: {field} not found: {named}")
                 continue
         cases.append(case)
     return cases, problems

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import multiprocessing
 import os
 import signal
@@ -126,7 +127,7 @@ def _worker(
     skip = {(case.id, r) for case in suite.cases for r in range(repeats)} - shard
 
     def send(result: CaseResult) -> None:
-        conn.send_bytes(result.to_line().encode("utf-8"))
+        conn.send_bytes(result.to_line().encode("utf-8", "backslashreplace"))
 
     try:
         run_suite(
@@ -211,7 +212,7 @@ def run_in_workers(
                 if data == _DONE:
                     finished += 1
                     continue
-                result = CaseResult.model_validate_json(data)
+                result = CaseResult.model_validate(json.loads(data))  # (lone surrogates: see read_results)
                 on_result(result)
                 if progress is not None:
                     progress.advance(result)
