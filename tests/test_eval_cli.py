@@ -305,6 +305,10 @@ def test_a_results_file_that_cannot_be_written_stops_the_run_before_any_judgemen
             "execution_summary: Value error, a path cannot hold a NUL byte",
         ),
         (
+            '{"id": "a", "context": {"final_output": "x", "execution_summary": "transcripts/a.txtt"}}',
+            "case 'a': execution_summary not found: transcripts/a.txtt",
+        ),
+        (
             '{"id": "a", "context": {"stop_rejection_count": 10000000000}}',
             "stop_rejection_count: Input should be less than or equal to",
         ),
