@@ -66,22 +66,63 @@ def record_of(event: str, agent: Any, session: Any, decision: Decision, seconds:
     }
 
 
+#: Beside the log: how many records the rotations have dropped, so a record's number
+#: (``judge logs decisions --after N``) stays the same when ``.1`` is replaced.
+BASE_SUFFIX = ".base"
+
+
+def _open_current(path: Path) -> int:
+    """A descriptor of ``path`` holding its lock, and still ``path`` (not a file another
+    writer rotated away while this one waited for the lock)."""
+    while True:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # (releases the lock)
+
+
+def records_before(data_dir: Path) -> int:
+    """Records dropped by rotations so far (the number of the first record in ``.1``, less one)."""
+    try:
+        return int((data_dir / (DECISIONS_LOG + BASE_SUFFIX)).read_text(encoding="ascii").strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _rotate(path: Path) -> None:
+    """Move the log to ``.1`` (dropping the old ``.1``), counting the records dropped. Runs
+    under the log's lock."""
+    rotated = path.with_name(DECISIONS_LOG + ".1")
+    dropped = 0
+    try:
+        with rotated.open("rb") as old:
+            dropped = sum(chunk.count(b"\n") for chunk in iter(lambda: old.read(1 << 20), b""))
+    except FileNotFoundError:
+        pass
+    if dropped:
+        base = path.with_name(DECISIONS_LOG + BASE_SUFFIX)
+        tmp = base.with_name(base.name + ".tmp")
+        tmp.write_text(str(records_before(path.parent) + dropped), encoding="ascii")
+        os.replace(tmp, base)
+    os.replace(path, rotated)
+
+
 def append_decision(data_dir: Path, record: dict[str, Any]) -> None:
     """Append ``record`` to the decision log, rotating it when it has grown too large."""
     path = data_dir / DECISIONS_LOG
     line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", errors="replace")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = _open_current(path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            if os.fstat(fd).st_size + len(line) > ROTATE_BYTES:
-                os.replace(path, path.with_name(DECISIONS_LOG + ".1"))
-                os.close(fd)
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            os.write(fd, line)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        size = os.fstat(fd).st_size
+        if size and size + len(line) > ROTATE_BYTES:
+            _rotate(path)
+            os.close(fd)
+            fd = _open_current(path)
+        os.write(fd, line)
     finally:
         os.close(fd)
 

@@ -44,6 +44,10 @@ def _from_files(data_dir: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]
     from judge.files import RefusedFile
 
     position = 0
+    if kind == "decisions":  # numbers that survive a rotation dropping ``.1``
+        from judge.decision_log import records_before
+
+        position = records_before(data_dir)
     for name in _FILES.get(kind, (f"{kind}.jsonl",)):
         path = data_dir / name
         try:

@@ -86,6 +86,46 @@ def test_the_log_is_read_from_its_tail_and_rotates(tmp_path: Path, monkeypatch: 
     assert [r["reason"] for r in read_recent(tmp_path)] == ["after"]
 
 
+def _write_many(folder: str, worker: int, count: int) -> None:
+    decision_log.ROTATE_BYTES = 16 * 1024  # (in the child process)
+    for i in range(count):
+        append_decision(Path(folder), {"w": worker, "i": i, "reason": "r" * 200})
+
+
+def test_concurrent_writers_rotate_once_per_full_file_and_keep_record_numbers(tmp_path: Path) -> None:
+    # a writer that waited for the lock on a file another one just rotated must not rotate
+    # again (that replaced the full .1 with a one-line file) nor fail to find the file
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    writers = [context.Process(target=_write_many, args=(str(tmp_path), w, 400)) for w in range(8)]
+    for proc in writers:
+        proc.start()
+    for proc in writers:
+        proc.join(60)
+    assert [proc.exitcode for proc in writers] == [0] * 8
+    rotated = tmp_path / (DECISIONS_LOG + ".1")
+    assert rotated.stat().st_size > 16 * 1024 - 300  # a full file, not one just created
+    kept = sum(1 for name in (rotated, tmp_path / DECISIONS_LOG) for _ in name.open("rb"))
+    assert decision_log.records_before(tmp_path) + kept == 8 * 400  # every record numbered once
+
+
+def test_record_numbers_survive_a_rotation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from judge.cli import main
+
+    monkeypatch.setattr(decision_log, "ROTATE_BYTES", 2000)
+    for i in range(60):
+        append_decision(tmp_path, {"n": i, "pad": "x" * 100})
+    assert decision_log.records_before(tmp_path) > 0
+    import contextlib
+    import io
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert main(["logs", "decisions", "--data-dir", str(tmp_path), "--after", "50"]) == 0
+    assert [json.loads(line)["n"] for line in buffer.getvalue().splitlines()] == list(range(50, 60))
+
+
 def get(service: Service, path: str, token: str | None = None) -> tuple[int, str, str]:
     conn = http.client.HTTPConnection("127.0.0.1", service.port, timeout=30)
     try:
