@@ -19,7 +19,7 @@ from judge.config import STOP_EVENTS
 from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
-from judge.errors import ContextError
+from judge.errors import ContextError, StateUnavailable
 from judge.session_lock import DEFAULT_WAIT_SECONDS
 from judge.state import StateStore
 
@@ -158,6 +158,8 @@ class Gate:
             logged = {**context, "session_id": sid} if sid else context
             try:
                 await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
+            except StateUnavailable:
+                raise  # the records are kept in the state database: answered per failMode
             except (OSError, ValueError, TypeError) as exc:
                 # The log is a side channel: the decision stands, and the caller is told.
                 problem = f"could not write the audit log in {self.audit.data_dir}: {exc}"

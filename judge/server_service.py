@@ -180,9 +180,15 @@ class Service:
             raise ApiError(400, f"transcript: must be a string, got {type(transcript).__name__}")
         session_id = context.get("session_id")
         if session_id is not None:
-            if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID:
+            if (
+                not isinstance(session_id, str)
+                or not session_id
+                or len(session_id) > MAX_SESSION_ID
+                or "\x00" in session_id  # PostgreSQL's text refuses it: the store would "fail"
+            ):
                 raise ApiError(
-                    400, f"session_id: must be a non-empty string of at most {MAX_SESSION_ID} chars"
+                    400,
+                    f"session_id: must be a non-empty string of at most {MAX_SESSION_ID} chars, without NUL",
                 )
             request.scope["judge.session"] = session_id
         try:

@@ -74,7 +74,12 @@ def test_session_id_length_limit(service: Service) -> None:
         "POST", "/api/v2/hooks/Stop", {"final_output": "Done.", "session_id": longest + "s"}, token=TOKEN
     )
     assert status == 400
-    assert body == {"error": "session_id: must be a non-empty string of at most 256 chars"}
+    assert body == {"error": "session_id: must be a non-empty string of at most 256 chars, without NUL"}
+    # PostgreSQL's text cannot hold NUL: the round would fail as if the database were down
+    status, body = service.request(
+        "POST", "/api/v2/hooks/Stop", {"final_output": "Done.", "session_id": "s-2\u0000"}, token=TOKEN
+    )
+    assert status == 400 and "without NUL" in body["error"]
 
 
 def test_a_registered_agent_replaces_the_config_agent_of_the_same_name(service: Service) -> None:

@@ -195,3 +195,30 @@ def test_audit_reads_tool_succeeded_as_the_hooks_do(tmp_path: Path) -> None:
         context = {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_succeeded": value}
         audit.tool_call(context, _post_decision("allow", None))
     assert [r["is_error"] for r in audit.tool_calls()] == [True, True, True, True, True, False, False]
+
+
+def test_an_audit_record_the_state_database_cannot_take_is_not_dropped_in_silence(tmp_path: Path) -> None:
+    # --logs database: the audit records are the record; the caller answers per failMode
+    import asyncio
+
+    from judge.config import config_from_data
+    from judge.engine import Engine
+    from judge.gate import Gate
+
+    class DownAudit(AuditLog):
+        def record(self, *args: object, **kwargs: object) -> None:
+            raise StateUnavailable("state database: connection refused")
+
+    hooks = {"PostToolUse": [{"type": "command", "matcher": "*", "command": "exit 0"}]}
+    gate = Gate(Engine(config_from_data({"hooks": hooks})), None, DownAudit(tmp_path / "data"))
+    with pytest.raises(StateUnavailable, match="connection refused"):
+        asyncio.run(gate.decide("PostToolUse", {"tool_name": "Bash", "tool_input": {}}))
+
+    # a log file that cannot be written stays a note: the decision stands
+    class BrokenFiles(AuditLog):
+        def record(self, *args: object, **kwargs: object) -> None:
+            raise PermissionError("read-only file system")
+
+    gate = Gate(Engine(config_from_data({"hooks": hooks})), None, BrokenFiles(tmp_path / "data"))
+    decision = asyncio.run(gate.decide("PostToolUse", {"tool_name": "Bash", "tool_input": {}}))
+    assert decision.decision == "allow" and "could not write the audit log" in decision.notes[0]
