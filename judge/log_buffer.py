@@ -68,9 +68,17 @@ class BufferedLog:
             waiting = f"{MAX_PENDING} {self.kind} records are waiting for the database"
             self.on_lost(1, StateUnavailable(waiting))
 
-    def flush(self) -> None:
-        """Write what is waiting, now, in the caller's thread."""
-        with self._writing:
+    def flush(self, wait: float = -1) -> None:
+        """Write what is waiting, now, in the caller's thread (after at most ``wait``
+        seconds for a write in progress; -1: as long as it takes). What cannot be written
+        in time is dropped and reported."""
+        if not self._writing.acquire(timeout=wait):
+            with self._lock:
+                batch, self._pending = self._pending, []
+            if batch:
+                self.on_lost(len(batch), StateUnavailable(f"the database did not answer in {wait:g} s"))
+            return
+        try:
             with self._lock:
                 batch, self._pending = self._pending, []
             if not batch:
@@ -79,14 +87,17 @@ class BufferedLog:
                 self.table.append_many(self.kind, batch)
             except Exception as exc:
                 self.on_lost(len(batch), exc)
+        finally:
+            self._writing.release()
 
     def close(self, timeout: float = 10.0) -> None:
-        """Write the rest and stop the thread."""
+        """Write the rest and stop the thread; a database that does not answer (a frozen
+        host) costs at most about ``timeout`` seconds, not the shutdown."""
         self._closed = True
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout)
-        self.flush()
+        self.flush(wait=0 if self._thread is not None and self._thread.is_alive() else timeout)
 
     def _run(self) -> None:
         while not self._closed:

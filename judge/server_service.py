@@ -70,6 +70,10 @@ class ServerSettings:
     logs: str = "files"
 
 
+#: How long /readyz waits for the state store.
+READY_SECONDS = 2.0
+
+
 class Service:
     """Request handlers bound to one configuration, store, audit log and judge."""
 
@@ -97,9 +101,12 @@ class Service:
     async def readyz(self, request: Request) -> Response:
         """Readiness: 200 when the state store answers, else 503 (take this replica out)."""
         try:
-            await asyncio.to_thread(self.store.ping)
+            await asyncio.wait_for(asyncio.to_thread(self.store.ping), READY_SECONDS)
         except StateUnavailable as exc:
             return json_response({"status": "unavailable", "error": str(exc)}, 503)
+        except TimeoutError:  # a frozen database host: the connection neither fails nor answers
+            error = f"the state store did not answer within {READY_SECONDS:g} s"
+            return json_response({"status": "unavailable", "error": error}, 503)
         return json_response({"status": "ready"})
 
     async def ui_summary(self, request: Request) -> Response:

@@ -106,3 +106,23 @@ def test_a_batch_failing_in_an_unexpected_way_is_reported_and_the_writer_goes_on
     assert table.written.wait(10)
     buffered.close()
     assert table.batches == [[{"n": 2}]]
+
+
+def test_a_frozen_database_does_not_hold_the_shutdown() -> None:
+    # a database host that stops answering (the connection neither fails nor returns)
+    release = threading.Event()
+
+    class Frozen(Table):
+        def append_many(self, kind: str, records: list[dict[str, Any]]) -> list[int]:
+            release.wait(30)
+            return super().append_many(kind, records)
+
+    buffered, lost = _buffer(Frozen(), interval=0.01)
+    buffered.add({"n": 1})
+    time.sleep(0.2)  # the thread is now stuck writing it
+    buffered.add({"n": 2})
+    started = time.monotonic()
+    buffered.close(timeout=0.3)
+    assert time.monotonic() - started < 2
+    assert lost == [(1, "the database did not answer in 0 s")]  # the one still waiting, reported
+    release.set()

@@ -6,6 +6,7 @@ configuration's hooks, or 503 when none applies - never a silent allow without t
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from starlette.testclient import TestClient
 
@@ -96,3 +97,23 @@ def test_a_misspelt_hooks_key_is_refused_not_an_agent_without_hooks(tmp_path: Pa
         assert answer.status_code == 400 and answer.json()["problems"] == [problem]
     platform = {"name": "ok", "properties": {"model": "gpt-x", "tools": ["search"], "hooks": {}}}
     assert service.put("/api/v2/extendedAgent/agents/ok", json=platform).status_code == 202
+
+
+def test_readyz_says_unavailable_when_the_store_stops_answering(tmp_path: Path, monkeypatch: Any) -> None:
+    # a frozen database host: the connection neither fails nor answers
+    import threading
+    import time
+
+    from judge import server_service
+
+    monkeypatch.setattr(server_service, "READY_SECONDS", 0.3)
+    release = threading.Event()
+    with client(tmp_path) as service:  # one event loop for the requests, as in `judge serve`
+        assert service.get("/readyz").status_code == 200
+        service.app.state.service.store.ping = lambda: release.wait(10)  # type: ignore[attr-defined]
+        started = time.monotonic()
+        answer = service.get("/readyz")
+        took = time.monotonic() - started
+        release.set()
+    assert answer.status_code == 503 and "did not answer within 0.3 s" in answer.json()["error"]
+    assert took < 3
