@@ -3,8 +3,6 @@
 One row per record: its log (``kind``), when it was written, its session (for queries)
 and the record itself as ``JSON`` (kept as written). Rows written during a Stop round go
 in with the round's transaction, so a session's count and its summary commit together.
-Ids are given in commit order (an advisory lock from each insert to its commit), so an
-export that continues after the last id it saw (``judge logs --after``) misses nothing.
 
 The live-view log (``decisions``, written in batches by :mod:`judge.log_buffer`) is
 pruned as it grows: every :data:`PRUNE_EVERY`-th decision deletes the decisions older
@@ -14,13 +12,12 @@ judge (see docs/deployment.md for retention).
 
 from __future__ import annotations
 
-import contextlib
 import json
 from datetime import timedelta
 from typing import Any
 
 from judge.log_table import PAGE, session_of
-from judge.state_postgres import PostgresStore, lock_id
+from judge.state_postgres import PostgresStore
 
 #: The live view's log keeps this much history in the database.
 DECISIONS_KEPT = timedelta(days=7)
@@ -32,8 +29,6 @@ PRUNE_EVERY = 1000
 UNFLUSHED = frozenset({"decisions"})
 #: Longest session id stored in the indexed column (the record keeps it whole).
 SESSION_CHARS = 256
-#: The advisory lock that orders the log's ids as their commits (see :meth:`append_many`).
-LOG_ORDER_LOCK = lock_id("\x00judge-log-order")
 
 
 # Rows in the order given (WITH ORDINALITY): ids grow in that order.
@@ -77,14 +72,9 @@ class PostgresLogTable:
         sessions = [_indexed_session(r) for r in records]
         texts = [_dumps(r) for r in records]
         with self.store.connection() as conn:
-            in_round = bool(conn.info.transaction_status)  # a Stop round's transaction
-            insert = _INSERT if in_round or kind not in UNFLUSHED else _INSERT_UNFLUSHED
-            with contextlib.nullcontext() if in_round else conn.transaction():
-                # Ids in commit order: the lock is held from the insert to the commit (the
-                # round's, which follows its last record), so no row with a smaller id can
-                # become visible after a larger one (`judge logs --after` would skip it).
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOG_ORDER_LOCK,))
-                ids = sorted(int(r[0]) for r in conn.execute(insert, (kind, sessions, texts)).fetchall())
+            unflushed = kind in UNFLUSHED and not conn.info.transaction_status  # its own transaction
+            insert = _INSERT_UNFLUSHED if unflushed else _INSERT
+            ids = sorted(int(r[0]) for r in conn.execute(insert, (kind, sessions, texts)).fetchall())
             if kind == "decisions" and (ids[0] - 1) // PRUNE_EVERY != ids[-1] // PRUNE_EVERY:
                 conn.execute(
                     "DELETE FROM judge_log WHERE kind = 'decisions' AND logged_at < now() - %s",
