@@ -41,10 +41,17 @@ class LogTable(Protocol):
         ...
 
     def read_log(
-        self, kind: str, *, after: int = 0, limit: int = PAGE, session: str | None = None
+        self,
+        kind: str,
+        *,
+        after: int = 0,
+        limit: int = PAGE,
+        session: str | None = None,
+        settled: bool = False,
     ) -> list[tuple[int, dict[str, Any]]]:
         """Up to ``limit`` records of ``kind`` with ids above ``after``, oldest first
-        (``session``: only that session's)."""
+        (``session``: only that session's; ``settled``: only ids no later commit can
+        come in below, for exports that continue after the last id they saw)."""
         ...
 
     def recent_log(self, kind: str, limit: int) -> list[dict[str, Any]]:
@@ -68,11 +75,11 @@ def kind_of(name: str) -> str:
 
 
 def iter_log(
-    table: LogTable, kind: str, *, after: int = 0, session: str | None = None
+    table: LogTable, kind: str, *, after: int = 0, session: str | None = None, settled: bool = False
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Every record of ``kind`` after id ``after``, a page at a time, oldest first."""
     while True:
-        rows = table.read_log(kind, after=after, limit=PAGE, session=session)
+        rows = table.read_log(kind, after=after, limit=PAGE, session=session, settled=settled)
         yield from rows
         if len(rows) < PAGE:
             return

@@ -29,18 +29,22 @@ PRUNE_EVERY = 1000
 UNFLUSHED = frozenset({"decisions"})
 #: Longest session id stored in the indexed column (the record keeps it whole).
 SESSION_CHARS = 256
+#: How long a row waits before ``read_log`` returns it (see there): far more than the
+#: moment between a round's last insert and its commit.
+EXPORT_LAG = timedelta(seconds=10)
 
 
 # Rows in the order given (WITH ORDINALITY): ids grow in that order.
 _ROWS = "FROM unnest(%s::text[], %s::text[]) WITH ORDINALITY AS r(session_id, record, n)"
 _INSERT = (
-    f"INSERT INTO judge_log (kind, session_id, record) SELECT %s, r.session_id, r.record::json {_ROWS} "
-    "ORDER BY r.n RETURNING id"
+    "INSERT INTO judge_log (kind, session_id, record, logged_at) "
+    f"SELECT %s, r.session_id, r.record::json, clock_timestamp() {_ROWS} ORDER BY r.n RETURNING id"
 )
 # One statement (its own transaction in autocommit mode) that turns synchronous_commit off
 # for itself: set_config(..., true) lasts until the end of the transaction, its commit included.
 _INSERT_UNFLUSHED = (
-    f"INSERT INTO judge_log (kind, session_id, record) SELECT %s, r.session_id, r.record::json {_ROWS}, "
+    "INSERT INTO judge_log (kind, session_id, record, logged_at) "
+    f"SELECT %s, r.session_id, r.record::json, clock_timestamp() {_ROWS}, "
     "(SELECT set_config('synchronous_commit', 'off', true)) AS unflushed ORDER BY r.n RETURNING id"
 )
 
@@ -83,10 +87,26 @@ class PostgresLogTable:
         return ids
 
     def read_log(
-        self, kind: str, *, after: int = 0, limit: int = PAGE, session: str | None = None
+        self,
+        kind: str,
+        *,
+        after: int = 0,
+        limit: int = PAGE,
+        session: str | None = None,
+        settled: bool = False,
     ) -> list[tuple[int, dict[str, Any]]]:
         query = "SELECT id, record FROM judge_log WHERE kind = %s AND id > %s"
         params: list[Any] = [kind, after]
+        if settled:
+            # Ids are taken at insert and a Stop round commits its records at its end, so a
+            # row of the last moments may still get a smaller id than one already visible:
+            # the rows from the first id inserted in the last EXPORT_LAG on wait for a later
+            # read, so an export that continues after the last id it saw misses none.
+            query += (
+                " AND id < coalesce((SELECT min(id) FROM judge_log WHERE kind = %s"
+                " AND logged_at >= clock_timestamp() - %s), 9223372036854775807)"
+            )
+            params += [kind, EXPORT_LAG]
         if session is not None:
             query += " AND session_id = %s"
             params.append(session[:SESSION_CHARS])

@@ -5,7 +5,9 @@ The records are the same in both places, so what this prints can be read like th
 ``judge logs shadow --state URL > shadow_log.jsonl`` then ``judge datasets convert shadow
 shadow_log.jsonl``. ``--after ID`` prints only what came after the last record seen (the
 row id in the database, the record's position in a file); the last id is reported on
-stderr so a follow-up export can continue from it.
+stderr so a follow-up export can continue from it. From a database, ``--after`` (``0`` to
+start a series) shows only rows no later commit can precede: those from the first one
+written in the last seconds on wait for the next export.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ def add_logs_parser(sub: Any) -> None:
     where.add_argument("--state", help="read the state database's logs (postgresql://...)")
     where.add_argument("--data-dir", help="read the JSONL files of this data dir (default: ./data)")
     p.add_argument("--session", help="only this session's records")
-    p.add_argument("--after", type=int, default=0, metavar="ID", help="only the records after this id")
+    p.add_argument(
+        "--after",
+        type=int,
+        default=None,
+        metavar="ID",
+        help="only the records after this id (from a database: those no later commit can precede)",
+    )
     p.add_argument("--limit", type=int, default=None, metavar="N", help="at most N records")
     p.set_defaults(func=logs_main)
 
@@ -73,7 +81,9 @@ def logs_main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         _say(str(exc))
         return 1
-    if args.after < 0 or (args.limit is not None and args.limit < 0):
+    incremental = args.after is not None  # an export that continues where one ended
+    after = args.after or 0
+    if after < 0 or (args.limit is not None and args.limit < 0):
         _say("--after and --limit must not be negative")
         return 1
     store = None
@@ -90,7 +100,7 @@ def logs_main(args: argparse.Namespace) -> int:
             assert isinstance(store, PostgresStore)
             table = PostgresLogTable(store)
             source = table.describe()
-            rows = iter_log(table, kind, after=args.after, session=args.session)
+            rows = iter_log(table, kind, after=after, session=args.session, settled=incremental)
         else:
             data_dir = Path(args.data_dir or "data")
             if not data_dir.is_dir():
@@ -100,9 +110,9 @@ def logs_main(args: argparse.Namespace) -> int:
             rows = (
                 (i, r)
                 for i, r in _from_files(data_dir, kind)
-                if i > args.after and (args.session is None or session_of(r) == args.session)
+                if i > after and (args.session is None or session_of(r) == args.session)
             )
-        count, last = 0, args.after
+        count, last = 0, after
         for row_id, record in rows:
             if args.limit is not None and count >= args.limit:
                 break

@@ -123,6 +123,8 @@ def _judge(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_judge_logs_exports_the_table(table: PostgresLogTable, pg_url: str) -> None:
     ids = [table.append_log("shadow_log", {"session_id": f"s{i % 2}", "n": i}) for i in range(5)]
+    with psycopg.connect(pg_url, autocommit=True) as conn:  # written a minute ago: settled
+        conn.execute("UPDATE judge_log SET logged_at = logged_at - interval '1 minute'")
     done = _judge("logs", "shadow", "--state", pg_url)
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["n"] for line in done.stdout.splitlines()] == [0, 1, 2, 3, 4]
@@ -201,3 +203,32 @@ def test_a_batch_keeps_its_order(table: PostgresLogTable) -> None:
     assert [r["n"] for r in table.recent_log("decisions", 100)] == list(range(50))
     assert [r["n"] for _, r in table.read_log("decisions", session="s7")] == [7]
     assert table.append_many("decisions", []) == []
+
+
+async def test_an_incremental_read_never_passes_a_row_a_later_commit_may_precede(
+    table: PostgresLogTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ids are taken at insert, and a Stop round commits its records at its end: another
+    # replica's record can become visible first with a larger id. `judge logs --after`
+    # would move past the round's record for good; a settled read waits for it.
+    import threading
+    import time
+
+    monkeypatch.setattr(log_table_postgres, "EXPORT_LAG", timedelta(seconds=0.5))
+
+    def elsewhere(fn: Any) -> Any:  # another replica: a plain thread, not the round's connection
+        out: list[Any] = []
+        thread = threading.Thread(target=lambda: out.append(fn()))
+        thread.start()
+        thread.join(10)
+        return out[0]
+
+    async with table.store.session_round("s-round", wait=5):
+        inside = table.append_log("session_summaries", {"session_id": "s-round"})
+        later = elsewhere(lambda: table.append_log("session_summaries", {"session_id": "s-other"}))
+        assert later > inside
+        assert [i for i, _ in elsewhere(lambda: table.read_log("session_summaries"))] == [later]
+        assert elsewhere(lambda: table.read_log("session_summaries", settled=True)) == []
+    time.sleep(0.6)
+    settled = table.read_log("session_summaries", settled=True)
+    assert [i for i, _ in settled] == [inside, later]
