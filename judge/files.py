@@ -28,7 +28,8 @@ from typing import Any, BinaryIO
 MAX_DOCUMENT_BYTES = 64 << 20
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, for messages."""
     if stat.S_ISFIFO(mode):
         return "a FIFO (named pipe)"
     if stat.S_ISCHR(mode):
@@ -94,7 +95,7 @@ def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
-            raise NotARegularFile(path, what, _kind(mode))
+            raise NotARegularFile(path, what, file_kind(mode))
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
         return os.fdopen(fd, "rb")
     except BaseException:

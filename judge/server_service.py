@@ -70,8 +70,8 @@ class ServerSettings:
     logs: str = "files"
 
 
-#: How long /readyz waits for the state store.
-READY_SECONDS = 2.0
+#: How long /readyz waits for the state store (a frozen database host neither fails nor answers).
+READY_SECONDS = 3.0  # a backstop: the store gives up on its own after 2 s
 
 
 class Service:

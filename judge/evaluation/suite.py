@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, JudgeError
-from judge.files import MAX_DOCUMENT_BYTES, read_text
+from judge.files import MAX_DOCUMENT_BYTES, NotARegularFile, file_kind, read_text
 
 #: Largest cases file (it is read whole; transcripts it names are streamed).
 MAX_CASES_BYTES = 1 << 30
@@ -204,10 +204,21 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
                 problems.append(f"{where}: case {case.id!r}: {field} cannot be used: {why}")
                 continue
             if not found:
-                problems.append(f"{where}: case {case.id!r}: {field} not found: {named}")
+                problems.append(
+                    f"{where}: case {case.id!r}: {_missing(field, resolve_path(base_dir, named), named)}"
+                )
                 continue
         cases.append(case)
     return cases, problems
+
+
+def _missing(field: str, path: Path, named: str) -> str:
+    """Why ``path`` cannot be a case's transcript: not there, or not a regular file."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return f"{field} not found: {named}"
+    return str(NotARegularFile(named, field, file_kind(mode)))
 
 
 def _read_text(path: Path, not_found: str, what: str, limit: int = MAX_DOCUMENT_BYTES) -> str:

@@ -153,15 +153,15 @@ def test_eval_refuses_a_special_suite_config_or_cases_file(special, tmp_path):
         assert done.returncode == 2 and _refused(done.stderr, special), (suite, done.stderr)
 
 
-def test_eval_with_a_special_execution_summary_records_a_hook_error(special, tmp_path):
+def test_eval_refuses_a_case_whose_execution_summary_is_special(special, tmp_path):
+    # refused when the suite loads, before anything is judged (or paid for)
     row = {"id": "c1", "context": {"final_output": "done", "execution_summary": special}, "label": "allow"}
     suite = _suite(tmp_path, row=row)
     out = tmp_path / "out"
     done = judge("eval", str(suite), "--out", str(out), "--quiet", "--no-cache")
-    assert done.returncode == 2 and "every judgement errored" in done.stderr, done.stderr
-    assert _refused(done.stderr, special)
-    [result] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert _refused(json.dumps(result), special), result
+    assert done.returncode == 2 and "cannot load suite" in done.stderr, done.stderr
+    assert _refused(done.stderr, special) and "cases.jsonl:1: case 'c1': execution_summary" in done.stderr
+    assert not (out / "results.jsonl").exists()
 
 
 # ---------------------------------------------------------------------------
