@@ -7,6 +7,7 @@ Subcommands that need heavier modules (the service, evals, tuning) import them l
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import sys
@@ -259,15 +260,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _escape_others(error: UnicodeError) -> tuple[bytes, int]:
+    """surrogateescape, and the JSON-style escape for any other lone surrogate."""
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    out = bytearray()
+    for char in error.object[error.start : error.end]:
+        code = ord(char)
+        out += bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}".encode("ascii")
+    return bytes(out), error.end
+
+
+_ESCAPE_OTHERS = "judge.surrogateescape-or-backslash"
+codecs.register_error(_ESCAPE_OTHERS, _escape_others)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # A lone surrogate (an agent's bytes decoded with surrogateescape, a JSON "\ud800") in
     # a reason or a record is printed as the escape it is in JSON, never a crash that would
     # turn a block into Claude Code's non-blocking error.
+    # (A C/POSIX locale's surrogateescape keeps writing undecodable bytes as they were.)
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors="backslashreplace")
+        errors = getattr(stream, "errors", None)
+        if reconfigure is not None and errors in ("strict", "surrogateescape"):
+            reconfigure(errors="backslashreplace" if errors == "strict" else _ESCAPE_OTHERS)
     stdin_text: str | None = None
     if arguments[:1] == ["claude-code"]:
         # Claude Code starts a process per tool call: answer "nothing to do" without

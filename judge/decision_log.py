@@ -86,28 +86,35 @@ def _open_current(path: Path) -> int:
 
 
 def records_before(data_dir: Path) -> int:
-    """Records dropped by rotations so far (the number of the first record in ``.1``, less one)."""
+    """Records dropped by rotations so far (the number of the first record in ``.1``, less one).
+
+    The ``.base`` file holds the count before and after the last rotation and the inode of
+    the file that rotation moved to ``.1``: a crash between writing it and moving the file
+    leaves the old ``.1`` in place, and the count before is the right one."""
     try:
-        return int((data_dir / (DECISIONS_LOG + BASE_SUFFIX)).read_text(encoding="ascii").strip() or 0)
+        words = (data_dir / (DECISIONS_LOG + BASE_SUFFIX)).read_text(encoding="ascii").split()
+        before, after, inode = (int(w) for w in words)
     except (OSError, ValueError):
         return 0
+    try:
+        moved = os.stat(data_dir / (DECISIONS_LOG + ".1")).st_ino == inode
+    except OSError:
+        moved = False
+    return after if moved else before
 
 
 def _rotate(path: Path) -> None:
-    """Move the log to ``.1`` (dropping the old ``.1``), counting the records dropped. Runs
-    under the log's lock."""
+    """Move the log to ``.1`` (dropping the old ``.1``), counting the records dropped as
+    ``judge logs`` counts them. Runs under the log's lock."""
+    from judge.audit import read_jsonl
+
     rotated = path.with_name(DECISIONS_LOG + ".1")
-    dropped = 0
-    try:
-        with rotated.open("rb") as old:
-            dropped = sum(chunk.count(b"\n") for chunk in iter(lambda: old.read(1 << 20), b""))
-    except FileNotFoundError:
-        pass
-    if dropped:
-        base = path.with_name(DECISIONS_LOG + BASE_SUFFIX)
-        tmp = base.with_name(base.name + ".tmp")
-        tmp.write_text(str(records_before(path.parent) + dropped), encoding="ascii")
-        os.replace(tmp, base)
+    before = records_before(path.parent)
+    dropped = sum(1 for _ in read_jsonl(rotated)) if rotated.exists() else 0
+    base = path.with_name(DECISIONS_LOG + BASE_SUFFIX)
+    tmp = base.with_name(base.name + ".tmp")
+    tmp.write_text(f"{before} {before + dropped} {os.stat(path).st_ino}\n", encoding="ascii")
+    os.replace(tmp, base)
     os.replace(path, rotated)
 
 

@@ -136,3 +136,14 @@ def text_lines(handle: BinaryIO, max_line_bytes: int) -> Iterator[str]:
         if line.endswith(b"\r\n"):
             line = line[:-2] + b"\n"
         yield line.decode("utf-8", "replace")
+
+
+def storable_text(text: str) -> str:
+    """``text`` as a database or a UTF-8 file takes it: a lone surrogate (text given as
+    bytes that are not UTF-8, e.g. a session id on a command line) becomes its escape,
+    the same one every time."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
+    return text

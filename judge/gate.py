@@ -20,6 +20,7 @@ from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError, StateUnavailable
+from judge.files import storable_text
 from judge.session_lock import DEFAULT_WAIT_SECONDS
 from judge.state import StateStore
 
@@ -33,16 +34,6 @@ def count_key(event: str, session_id: str) -> str:
     reset the main agent's count (nor share it).
     """
     return session_id if event == "Stop" else f"{session_id}:{event}"
-
-
-def _storable(session_id: str) -> str:
-    """``session_id`` as a database takes it: a lone surrogate (an id given as bytes that
-    are not UTF-8) becomes its escape, the same one every time."""
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError:
-        return session_id.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
-    return session_id
 
 
 def spend_keys(session_id: str | None) -> list[str]:
@@ -89,7 +80,7 @@ class Gate:
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
         sid = session_id or context.get("session_id")
-        sid = _storable(str(sid)) if sid is not None else None
+        sid = storable_text(str(sid)) if sid is not None else None
         if event in STOP_EVENTS and self.store is not None and sid:
             # read count -> decide -> write count, one round of the session at a time
             async with self.store.session_round(count_key(event, sid), self.lock_wait):
@@ -158,8 +149,15 @@ class Gate:
             logged = {**context, "session_id": sid} if sid else context
             try:
                 await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
-            except StateUnavailable:
-                raise  # the records are kept in the state database: answered per failMode
+            except StateUnavailable as exc:
+                # The records are kept in the state database. An allow that cannot be
+                # recorded is answered per failMode; a block stands (a database problem
+                # must not let through what a hook caught), with the problem noted.
+                if decision.decision != "block":
+                    raise
+                problem = f"could not write the audit log: {exc}"
+                _log.error("%s", problem)
+                decision = decision.model_copy(update={"notes": [*decision.notes, problem]})
             except (OSError, ValueError, TypeError) as exc:
                 # The log is a side channel: the decision stands, and the caller is told.
                 problem = f"could not write the audit log in {self.audit.data_dir}: {exc}"

@@ -29,9 +29,10 @@ PRUNE_EVERY = 1000
 UNFLUSHED = frozenset({"decisions"})
 #: Longest session id stored in the indexed column (the record keeps it whole).
 SESSION_CHARS = 256
-#: How long a row waits before ``read_log`` returns it (see there): far more than the
-#: moment between a round's last insert and its commit.
-EXPORT_LAG = timedelta(seconds=10)
+#: How long a row waits before a settled ``read_log`` returns it: far more than the
+#: moment between a round's last insert and its commit (a replica stalled for longer
+#: between the two, e.g. a paused VM, could still be passed over).
+EXPORT_LAG = timedelta(seconds=60)
 
 
 # Rows in the order given (WITH ORDINALITY): ids grow in that order.

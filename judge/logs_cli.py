@@ -7,7 +7,7 @@ shadow_log.jsonl``. ``--after ID`` prints only what came after the last record s
 row id in the database, the record's position in a file); the last id is reported on
 stderr so a follow-up export can continue from it. From a database, ``--after`` (``0`` to
 start a series) shows only rows no later commit can precede: those from the first one
-written in the last seconds on wait for the next export.
+written in the last minute on wait for the next export.
 """
 
 from __future__ import annotations
@@ -83,6 +83,10 @@ def logs_main(args: argparse.Namespace) -> int:
         return 1
     incremental = args.after is not None  # an export that continues where one ended
     after = args.after or 0
+    if args.session is not None:  # (as the gate stored it)
+        from judge.files import storable_text
+
+        args.session = storable_text(args.session)
     if after < 0 or (args.limit is not None and args.limit < 0):
         _say("--after and --limit must not be negative")
         return 1

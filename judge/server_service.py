@@ -4,7 +4,9 @@ state store, audit log and judge. :mod:`judge.server_app` routes requests here."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +94,7 @@ class Service:
         self.engine = Engine(settings.config, judge=self.judge)
         self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
         self.metrics = GateMetrics()
+        self._pinging: threading.Thread | None = None
 
     # -- endpoints -------------------------------------------------------------------
 
@@ -101,13 +104,42 @@ class Service:
     async def readyz(self, request: Request) -> Response:
         """Readiness: 200 when the state store answers, else 503 (take this replica out)."""
         try:
-            await asyncio.wait_for(asyncio.to_thread(self.store.ping), READY_SECONDS)
+            await asyncio.wait_for(self._ping(), READY_SECONDS)
         except StateUnavailable as exc:
             return json_response({"status": "unavailable", "error": str(exc)}, 503)
         except TimeoutError:  # a frozen database host: the connection neither fails nor answers
             error = f"the state store did not answer within {READY_SECONDS:g} s"
             return json_response({"status": "unavailable", "error": error}, 503)
         return json_response({"status": "ready"})
+
+    async def _ping(self) -> None:
+        """The store's ping on a daemon thread of its own: a frozen database host leaves
+        the call hanging, and neither the shutdown nor later checks may wait for it."""
+        if self._pinging is not None and self._pinging.is_alive():
+            raise StateUnavailable("the state store has not answered an earlier readiness check")
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[None] = loop.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if answer.done():
+                return
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(None)
+
+        def run() -> None:
+            error: BaseException | None = None
+            try:
+                self.store.ping()
+            except BaseException as exc:  # handed to the waiting request
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(settle, error)
+
+        self._pinging = threading.Thread(target=run, name="judge-readyz", daemon=True)
+        self._pinging.start()
+        await answer
 
     async def ui_summary(self, request: Request) -> Response:
         """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""

@@ -308,6 +308,10 @@ def test_a_results_file_that_cannot_be_written_stops_the_run_before_any_judgemen
             '{"id": "a", "context": {"final_output": "x", "execution_summary": "transcripts/a.txtt"}}',
             "case 'a': execution_summary not found: transcripts/a.txtt",
         ),
+        (  # the engine reads execution_summary first: it is checked beside transcript_path
+            '{"id": "a", "context": {"execution_summary": "a.txtt"}, "transcript_path": "cases.jsonl"}',
+            "case 'a': execution_summary not found: a.txtt",
+        ),
         (
             '{"id": "a", "context": {"stop_rejection_count": 10000000000}}',
             "stop_rejection_count: Input should be less than or equal to",

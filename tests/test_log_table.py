@@ -124,7 +124,7 @@ def _judge(*args: str) -> subprocess.CompletedProcess[str]:
 def test_judge_logs_exports_the_table(table: PostgresLogTable, pg_url: str) -> None:
     ids = [table.append_log("shadow_log", {"session_id": f"s{i % 2}", "n": i}) for i in range(5)]
     with psycopg.connect(pg_url, autocommit=True) as conn:  # written a minute ago: settled
-        conn.execute("UPDATE judge_log SET logged_at = logged_at - interval '1 minute'")
+        conn.execute("UPDATE judge_log SET logged_at = logged_at - interval '2 minutes'")
     done = _judge("logs", "shadow", "--state", pg_url)
     assert done.returncode == 0, done.stderr
     assert [json.loads(line)["n"] for line in done.stdout.splitlines()] == [0, 1, 2, 3, 4]

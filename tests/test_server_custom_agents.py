@@ -114,6 +114,8 @@ def test_readyz_says_unavailable_when_the_store_stops_answering(tmp_path: Path, 
         started = time.monotonic()
         answer = service.get("/readyz")
         took = time.monotonic() - started
+        again = service.get("/readyz")  # the first check is still stuck: no second thread
         release.set()
+        assert again.status_code == 503 and "has not answered an earlier" in again.json()["error"]
     assert answer.status_code == 503 and "did not answer within 0.3 s" in answer.json()["error"]
     assert took < 3

@@ -213,3 +213,38 @@ def test_a_real_browser_renders_the_live_view(service: Service, tmp_path: Path) 
     shot = os.environ.get("JUDGE_UI_SCREENSHOT")  # set to refresh docs/ui.png
     if shot:
         chromium("--window-size=1200,1100", "--hide-scrollbars", f"--screenshot={shot}", url)
+
+
+def test_record_numbers_survive_a_crash_mid_rotation_and_a_torn_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judge.logs_cli import _from_files
+
+    monkeypatch.setattr(decision_log, "ROTATE_BYTES", 2000)
+    for i in range(40):
+        append_decision(tmp_path, {"n": i, "pad": "x" * 100})
+    with (tmp_path / (DECISIONS_LOG + ".1")).open("ab") as rotated:
+        rotated.write(b"{torn\n")  # a line no reader counts
+
+    def numbers() -> dict[int, int]:
+        return {record["n"]: number for number, record in _from_files(tmp_path, "decisions")}
+
+    before = numbers()
+    real = os.replace
+
+    def crash(src: Any, dst: Any) -> None:
+        if str(dst).endswith(DECISIONS_LOG + ".1"):
+            raise KeyboardInterrupt  # the process dies between the count and the move
+        real(src, dst)
+
+    monkeypatch.setattr(decision_log.os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        for i in range(40, 60):
+            append_decision(tmp_path, {"n": i, "pad": "x" * 100})
+    monkeypatch.setattr(decision_log.os, "replace", real)
+    assert numbers() == {**before, **{n: number for n, number in numbers().items() if n >= 40}}
+    for i in range(60, 80):
+        append_decision(tmp_path, {"n": i, "pad": "x" * 100})
+    after = numbers()
+    assert all(after[n] == before[n] for n in after if n in before)  # no number moved
+    assert sorted(after.values()) == list(range(min(after.values()), max(after.values()) + 1))

@@ -213,6 +213,12 @@ def test_an_audit_record_the_state_database_cannot_take_is_not_dropped_in_silenc
     gate = Gate(Engine(config_from_data({"hooks": hooks})), None, DownAudit(tmp_path / "data"))
     with pytest.raises(StateUnavailable, match="connection refused"):
         asyncio.run(gate.decide("PostToolUse", {"tool_name": "Bash", "tool_input": {}}))
+    # a block stands: a database problem must not let through what a hook caught
+    blocking = {"PostToolUse": [{"type": "command", "matcher": "*", "command": "echo leaked >&2; exit 2"}]}
+    gate = Gate(Engine(config_from_data({"hooks": blocking})), None, DownAudit(tmp_path / "data"))
+    decision = asyncio.run(gate.decide("PostToolUse", {"tool_name": "Bash", "tool_input": {}}))
+    assert decision.decision == "block" and decision.reason == "leaked"
+    assert "could not write the audit log: state database" in decision.notes[0]
 
     # a log file that cannot be written stays a note: the decision stands
     class BrokenFiles(AuditLog):

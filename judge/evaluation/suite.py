@@ -193,23 +193,32 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
         except ContextError as exc:
             problems.append(f"{where}: case {case.id!r}: {exc}")
             continue
-        summary = case.context.get("execution_summary")
-        named = case.transcript_path or (summary if isinstance(summary, str) and summary else None)
-        field = "transcript_path" if case.transcript_path is not None else "execution_summary"
-        if named is not None:  # a typo would be judged without the transcript: say so now
-            try:
-                found = resolve_path(base_dir, named).is_file()
-            except (OSError, ValueError) as exc:  # a name too long for the file system, ...
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                problems.append(f"{where}: case {case.id!r}: {field} cannot be used: {why}")
-                continue
-            if not found:
-                problems.append(
-                    f"{where}: case {case.id!r}: {_missing(field, resolve_path(base_dir, named), named)}"
-                )
-                continue
+        problem = _transcript_problem(case, base_dir)
+        if problem is not None:  # a typo would be judged without the transcript: say so now
+            problems.append(f"{where}: case {case.id!r}: {problem}")
+            continue
         cases.append(case)
     return cases, problems
+
+
+def _transcript_problem(case: Case, base_dir: Path) -> str | None:
+    """Why a file the case names for its transcript (``transcript_path``, the context's
+    ``execution_summary``: both are checked) cannot be read, or None."""
+    summary = case.context.get("execution_summary")
+    named = [("transcript_path", case.transcript_path)]
+    named.append(("execution_summary", summary if isinstance(summary, str) and summary else None))
+    for field, value in named:
+        if value is None:
+            continue
+        path = resolve_path(base_dir, value)
+        try:
+            found = path.is_file()
+        except (OSError, ValueError) as exc:  # a name too long for the file system, ...
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return f"{field} cannot be used: {why}"
+        if not found:
+            return _missing(field, path, value)
+    return None
 
 
 def _missing(field: str, path: Path, named: str) -> str:
