@@ -267,7 +267,12 @@ def _escape_others(error: UnicodeError) -> tuple[bytes, int]:
     out = bytearray()
     for char in error.object[error.start : error.end]:
         code = ord(char)
-        out += bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}".encode("ascii")
+        if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's own: the original byte
+            out.append(code - 0xDC00)
+        else:  # as backslashreplace writes it
+            out += (
+                f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+            ).encode()
     return bytes(out), error.end
 
 

@@ -15,6 +15,7 @@ errors per minute over the last hour.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from collections import Counter
@@ -85,22 +86,33 @@ def _open_current(path: Path) -> int:
         os.close(fd)  # (releases the lock)
 
 
+def _first_line_digest(path: Path) -> str:
+    """A fingerprint of a log file that a copy keeps: the hash of its first line."""
+    try:
+        with path.open("rb") as handle:
+            return hashlib.sha256(handle.readline()).hexdigest()[:16]
+    except OSError:
+        return "-"
+
+
 def records_before(data_dir: Path) -> int:
     """Records dropped by rotations so far (the number of the first record in ``.1``, less one).
 
-    The ``.base`` file holds the count before and after the last rotation and the inode of
+    ``.base`` holds the count before and after the last rotation and the fingerprint of
     the file that rotation moved to ``.1``: a crash between writing it and moving the file
-    leaves the old ``.1`` in place, and the count before is the right one."""
+    leaves the old ``.1`` in place, and the count before is the right one. (A single
+    number is the format of an earlier version: that count.)"""
     try:
         words = (data_dir / (DECISIONS_LOG + BASE_SUFFIX)).read_text(encoding="ascii").split()
-        before, after, inode = (int(w) for w in words)
-    except (OSError, ValueError):
+        if len(words) == 1:
+            return int(words[0])
+        before, after, moved = int(words[0]), int(words[1]), words[2]
+    except (OSError, ValueError, IndexError):
         return 0
-    try:
-        moved = os.stat(data_dir / (DECISIONS_LOG + ".1")).st_ino == inode
-    except OSError:
-        moved = False
-    return after if moved else before
+    rotated = data_dir / (DECISIONS_LOG + ".1")
+    if not rotated.exists():
+        return after
+    return after if _first_line_digest(rotated) == moved else before
 
 
 def _rotate(path: Path) -> None:
@@ -113,7 +125,7 @@ def _rotate(path: Path) -> None:
     dropped = sum(1 for _ in read_jsonl(rotated)) if rotated.exists() else 0
     base = path.with_name(DECISIONS_LOG + BASE_SUFFIX)
     tmp = base.with_name(base.name + ".tmp")
-    tmp.write_text(f"{before} {before + dropped} {os.stat(path).st_ino}\n", encoding="ascii")
+    tmp.write_text(f"{before} {before + dropped} {_first_line_digest(path)}\n", encoding="ascii")
     os.replace(tmp, base)
     os.replace(path, rotated)
 

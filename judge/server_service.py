@@ -94,7 +94,7 @@ class Service:
         self.engine = Engine(settings.config, judge=self.judge)
         self._agents: dict[str, tuple[dict[str, Any], Engine]] = {}
         self.metrics = GateMetrics()
-        self._pinging: threading.Thread | None = None
+        self._ping_answer: asyncio.Future[None] | None = None
 
     # -- endpoints -------------------------------------------------------------------
 
@@ -114,32 +114,33 @@ class Service:
 
     async def _ping(self) -> None:
         """The store's ping on a daemon thread of its own: a frozen database host leaves
-        the call hanging, and neither the shutdown nor later checks may wait for it."""
-        if self._pinging is not None and self._pinging.is_alive():
-            raise StateUnavailable("the state store has not answered an earlier readiness check")
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[None] = loop.create_future()
+        the call hanging, and neither the shutdown nor later checks may wait for it.
+        Checks that come while one is running share its answer (no second thread)."""
+        if self._ping_answer is None or self._ping_answer.done():
+            loop = asyncio.get_running_loop()
+            answer: asyncio.Future[None] = loop.create_future()
+            self._ping_answer = answer
+            answer.add_done_callback(lambda done: done.cancelled() or done.exception())  # seen
 
-        def settle(error: BaseException | None) -> None:
-            if answer.done():
-                return
-            if error is not None:
-                answer.set_exception(error)
-            else:
-                answer.set_result(None)
+            def settle(error: BaseException | None) -> None:
+                if answer.done():
+                    return
+                if error is not None:
+                    answer.set_exception(error)
+                else:
+                    answer.set_result(None)
 
-        def run() -> None:
-            error: BaseException | None = None
-            try:
-                self.store.ping()
-            except BaseException as exc:  # handed to the waiting request
-                error = exc
-            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                loop.call_soon_threadsafe(settle, error)
+            def run() -> None:
+                error: BaseException | None = None
+                try:
+                    self.store.ping()
+                except BaseException as exc:  # handed to the waiting requests
+                    error = exc
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(settle, error)
 
-        self._pinging = threading.Thread(target=run, name="judge-readyz", daemon=True)
-        self._pinging.start()
-        await answer
+            threading.Thread(target=run, name="judge-readyz", daemon=True).start()
+        await asyncio.shield(self._ping_answer)
 
     async def ui_summary(self, request: Request) -> Response:
         """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""

@@ -114,8 +114,35 @@ def test_readyz_says_unavailable_when_the_store_stops_answering(tmp_path: Path, 
         started = time.monotonic()
         answer = service.get("/readyz")
         took = time.monotonic() - started
-        again = service.get("/readyz")  # the first check is still stuck: no second thread
+        again = service.get("/readyz")  # the first check is still stuck: it waits on the same one
+        threads = [t.name for t in threading.enumerate()].count("judge-readyz")
         release.set()
-        assert again.status_code == 503 and "has not answered an earlier" in again.json()["error"]
+        assert again.status_code == 503 and "did not answer" in again.json()["error"]
+        assert threads == 1
     assert answer.status_code == 503 and "did not answer within 0.3 s" in answer.json()["error"]
     assert took < 3
+
+
+def test_readiness_checks_that_overlap_share_one_ping(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    calls: list[float] = []
+
+    def slow_ping() -> None:
+        calls.append(time.monotonic())
+        time.sleep(0.2)
+
+    with client(tmp_path) as service:
+        service.app.state.service.store.ping = slow_ping  # type: ignore[attr-defined]
+        answers: list[int] = []
+        probes = [
+            threading.Thread(target=lambda: answers.append(service.get("/readyz").status_code))
+            for _ in range(3)
+        ]
+        for probe in probes:
+            probe.start()
+        for probe in probes:
+            probe.join(10)
+    assert answers == [200, 200, 200]  # a healthy replica does not flap out of rotation
+    assert 1 <= len(calls) <= 3

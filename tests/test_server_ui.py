@@ -248,3 +248,27 @@ def test_record_numbers_survive_a_crash_mid_rotation_and_a_torn_line(
     after = numbers()
     assert all(after[n] == before[n] for n in after if n in before)  # no number moved
     assert sorted(after.values()) == list(range(min(after.values()), max(after.values()) + 1))
+
+
+def test_record_numbers_hold_in_a_copy_of_the_data_dir_and_with_an_older_base_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from judge.logs_cli import _from_files
+
+    monkeypatch.setattr(decision_log, "ROTATE_BYTES", 2000)
+    source = tmp_path / "data"
+    source.mkdir()
+    for i in range(60):
+        append_decision(source, {"n": i, "pad": "x" * 100})
+    copy = tmp_path / "restored"
+    shutil.copytree(source, copy)  # a backup restored on another volume: new inodes
+
+    def numbers(folder: Path) -> dict[int, int]:
+        return {record["n"]: number for number, record in _from_files(folder, "decisions")}
+
+    assert numbers(copy) == numbers(source)
+    # an earlier version wrote the count alone
+    (copy / (DECISIONS_LOG + ".base")).write_text(str(decision_log.records_before(source)))
+    assert numbers(copy) == numbers(source)
