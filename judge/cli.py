@@ -79,7 +79,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_config_schema(args: argparse.Namespace) -> int:
     from judge.config import config_json_schema
 
-    print(json.dumps(config_json_schema(), indent=2))
+    try:
+        print(json.dumps(config_json_schema(), indent=2), flush=True)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk, /dev/full
+        _err(f"judge config schema: cannot write the schema: {exc.strerror or exc}")
+        return 1
     return 0
 
 

@@ -218,3 +218,56 @@ def test_a_shadow_agents_policy_does_not_make_claude_code_block_when_judge_canno
     for event in ("PreToolUse", "PreSkillShellCommand"):
         handler = hooks[event][-1]["hooks"][0]
         assert "judge" in handler["command"] and "onFailure" not in handler
+
+
+def test_a_symlinked_settings_file_is_written_through_to_its_target(project: Path) -> None:
+    # settings kept in a dotfiles repository: the link must stay a link
+    path = project / ".claude" / "settings.json"
+    target = project / "dotfiles" / "settings.json"
+    target.parent.mkdir()
+    target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    path.unlink()
+    path.symlink_to(target)
+    done = install(project)
+    assert done.returncode == 0, done.stderr
+    assert path.is_symlink() and "claude-code" in target.read_text(encoding="utf-8")
+    assert settings(target)["hooks"]["PreToolUse"][0] == USER_HOOK
+
+
+def test_a_new_settings_file_follows_the_umask_and_a_read_only_one_is_refused(project: Path) -> None:
+    path = project / ".claude" / "settings.json"
+    path.unlink()
+    previous = os.umask(0o022)
+    try:
+        assert install(project).returncode == 0
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o644
+    before = path.read_text(encoding="utf-8")
+    path.chmod(0o444)
+    refused = install(project, "--uninstall")
+    assert refused.returncode == 1 and "is read-only" in refused.stderr
+    assert path.read_text(encoding="utf-8") == before
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ('{"x": 1e400}', None),  # Python reads Infinity: writing it would break Claude Code's JSON
+        ('{"x": NaN}', None),
+        ('{"env": {"X": "\\ud800"}}', '"X": "\\ud800"'),  # a lone surrogate: kept as its escape
+    ],
+)
+def test_settings_judge_cannot_write_back_exactly_are_refused_or_escaped(
+    project: Path, text: str, kept: str | None
+) -> None:
+    path = project / ".claude" / "settings.json"
+    path.write_text(text, encoding="utf-8")
+    done = install(project)
+    if kept is None:
+        assert done.returncode == 1 and "a number JSON cannot keep" in done.stderr
+        assert path.read_text(encoding="utf-8") == text
+    else:
+        assert done.returncode == 0, done.stderr
+        written = path.read_text(encoding="utf-8")
+        assert kept in written and json.loads(written)["env"]["X"] == "\ud800"

@@ -250,6 +250,17 @@ def _too_deep(path: Path) -> str:
     return f"{path} is nested too deeply; fix it by hand first, nothing was changed"
 
 
+def _settings_text(settings: dict[str, Any]) -> str:
+    """The settings as Claude Code reads them: strict JSON (no NaN or Infinity), text kept
+    as written unless it holds a lone surrogate (then written as its escape)."""
+    try:
+        text = json.dumps(settings, indent=2, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(settings, indent=2, allow_nan=False)
+    return text + "\n"
+
+
 def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
     """The settings file's text and JSON object (``""``, ``{}`` when there is none); a FIFO,
     a device or anything else than a regular file is refused."""
@@ -278,13 +289,24 @@ def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
 
 
 def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path``'s content with ``text`` in one step. A symlink (a settings file kept
+    in a dotfiles repository) is written through to its target; a new file gets the
+    umask's mode; a read-only file is refused."""
+    path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+        if not mode & 0o222:
+            raise InstallError(f"{path} is read-only; make it writable to change it, nothing was changed")
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -314,10 +336,15 @@ def install(args: argparse.Namespace, project: Path) -> int:
     before, settings = read_settings(path)
     try:  # copying a value nested hundreds deep (it parsed) can still exceed the recursion limit
         merged, notes = merge(settings, entries)
-        after = json.dumps(merged, indent=2, ensure_ascii=False) + "\n"
+        after = _settings_text(merged)
         unchanged = merged == settings
     except RecursionError:
         raise InstallError(_too_deep(path)) from None
+    except ValueError:  # NaN, or a number past a double's range (1e400): JSON cannot say it
+        raise InstallError(
+            f"{path} holds a number JSON cannot keep (NaN, Infinity or one like 1e400); "
+            "fix it by hand first, nothing was changed"
+        ) from None
     for note in notes:
         print(note, file=sys.stderr)
     if unchanged:
