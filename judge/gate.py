@@ -149,18 +149,16 @@ class Gate:
             logged = {**context, "session_id": sid} if sid else context
             try:
                 await asyncio.to_thread(self.audit.record, event, logged, decision, transcript)
-            except StateUnavailable as exc:
-                # The records are kept in the state database. An allow that cannot be
-                # recorded is answered per failMode; a block stands (a database problem
-                # must not let through what a hook caught), with the problem noted.
-                if decision.decision != "block":
-                    raise
-                problem = f"could not write the audit log: {exc}"
-                _log.error("%s", problem)
-                decision = decision.model_copy(update={"notes": [*decision.notes, problem]})
             except (OSError, ValueError, TypeError) as exc:
-                # The log is a side channel: the decision stands, and the caller is told.
-                problem = f"could not write the audit log in {self.audit.data_dir}: {exc}"
+                # A log file is a side channel: the decision stands, and the caller is told.
+                # Records kept in the state database are the record: an allow that cannot be
+                # recorded is answered per failMode, a block stands (a database problem must
+                # not let through what a hook caught).
+                in_database = isinstance(exc, StateUnavailable)
+                if in_database and decision.decision != "block":
+                    raise
+                where = "" if in_database else f" in {self.audit.data_dir}"
+                problem = f"could not write the audit log{where}: {exc}"
                 _log.error("%s", problem)
                 decision = decision.model_copy(update={"notes": [*decision.notes, problem]})
         return decision

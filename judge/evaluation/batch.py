@@ -69,10 +69,9 @@ from judge.evaluation.progress import Progress
 from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
 from judge.llm.providers.clients import api_settings
+from judge.llm.tiers import BASE_URL_VARS
 from judge.pricing import batch_cost
 from judge.redact import redact_url
-
-_URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 def _client(provider: str, base_url: str | None, env: Mapping[str, str]) -> BatchClient:
@@ -122,7 +121,7 @@ class _Run:
 
     def client(self, provider: str, base_url: str | None) -> BatchClient:
         if base_url is not None and "***" in base_url:  # saved without its credentials
-            live = self.env.get(_URL_VARS.get(provider, ""))
+            live = self.env.get(BASE_URL_VARS.get(provider, ""))
             base_url = live if live and redact_url(live) == base_url else base_url
         found = self.clients.get((provider, base_url))
         if found is None:

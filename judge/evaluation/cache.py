@@ -104,17 +104,16 @@ def _rendered(request: PromptRequest, context: dict[str, Any]) -> str:
 def _settings(request: PromptRequest) -> dict[str, str]:
     """The :data:`ANSWER_SETTINGS` that apply to ``request``: a provider's base URL only
     when one of the hook's models is that provider's (without a trailing ``/``)."""
+    from judge.llm.tiers import BASE_URL_VARS
+
     providers = {_one_label(model, request).partition(":")[0] for model in request.hook.models}
+    asked = {BASE_URL_VARS[p] for p in providers if p in BASE_URL_VARS}
     found: dict[str, str] = {}
     for name in ANSWER_SETTINGS:
         value = os.environ.get(name)
-        if value is None:
+        if value is None or (name in BASE_URL_VARS.values() and name not in asked):
             continue
-        if name.endswith("_BASE_URL"):
-            if name.removesuffix("_BASE_URL").lower() not in providers:
-                continue
-            value = value.rstrip("/")
-        found[name] = value
+        found[name] = value.rstrip("/") if name in asked else value
     return found
 
 

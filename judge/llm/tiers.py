@@ -29,6 +29,8 @@ ALIASES: dict[str, str] = {
     "eval": "Reasoning",
 }
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "fake")
+#: The variable naming each SDK provider's server (``openai:`` -> ``OPENAI_BASE_URL``).
+BASE_URL_VARS: dict[str, str] = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 #: Built-in tier defaults per provider (override them with env or ``models:``).
 DEFAULT_MODELS: dict[str, dict[str, str]] = {

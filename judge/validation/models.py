@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from judge.errors import HookError
-from judge.llm.tiers import ALIASES, PROVIDERS, TIERS, canonical_tier, resolve_model
+from judge.llm.tiers import ALIASES, BASE_URL_VARS, PROVIDERS, TIERS, canonical_tier, resolve_model
 from judge.redact import redact_url
 
 #: ``fake:<mode>`` forms (besides ``fake:<script file>``).
@@ -109,7 +109,6 @@ def cannot_cite(model: str, models: Mapping[str, str], env: Mapping[str, str]) -
 
 #: A prompt hook's timeout below this, with its model on a local server, gets a warning.
 LOCAL_TIMEOUT_HINT = 60
-_URL_VARS = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 def local_timeout_problem(
@@ -126,7 +125,7 @@ def local_timeout_problem(
         resolved = resolve_model(model, models, env)
     except ValueError:
         return None
-    url = env.get(_URL_VARS.get(resolved.provider, ""), "")
+    url = env.get(BASE_URL_VARS.get(resolved.provider, ""), "")
     if not local_server(url):
         return None
     return (
