@@ -210,3 +210,14 @@ def test_a_reason_quoting_a_lone_surrogate_is_printed_not_a_crash(tmp_path: Path
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
     assert answer["decision"] == "block" and answer["reason"] == "ends mid-word: : \ud83d"
+
+
+async def test_an_observer_can_write_the_judgement_trace_as_json(llm_server: LLMServer) -> None:
+    # bench_real_model writes every trace to a JSONL file: its fields stay plain data
+    seen: list[str] = []
+    judge = LLMJudge(
+        env=llm_server.env("openai"), observer=lambda request, trace: seen.append(json.dumps(trace.__dict__))
+    )
+    assert (await judge.evaluate(make_request())).ok
+    (line,) = seen
+    assert json.loads(line)["input_tokens"] > 0 and json.loads(line)["requests"] == 1

@@ -17,7 +17,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 from judge.config import STOP_EVENTS
-from judge.decision import PromptRequest, PromptVerdict
+from judge.decision import PromptRequest, PromptVerdict, Usage
 from judge.errors import HookError
 from judge.files import NotARegularFile
 from judge.llm.evidence import EvidenceCheck
@@ -164,7 +164,7 @@ class LLMJudge:
                 return await run_judgement(provider, prompt, tools, deadline, **options)
         except HookError as exc:
             if exc.usage is None and trace.requests:  # answered, but no usable verdict: still paid
-                exc.usage = trace.usage
+                exc.usage = Usage(inputTokens=trace.input_tokens, outputTokens=trace.output_tokens)
             raise
         finally:
             if self.observer is not None:

@@ -233,8 +233,10 @@ class JudgementTrace:
     #: ``evidence: required``: re-asks for a rejection's evidence, citation problems found
     evidence_reasks: int = 0
     citation_problems: int = 0
-    #: the tokens of every answered request so far (a judgement that fails still spent them)
-    usage: Usage = field(default_factory=Usage)
+    #: the tokens of every answered request so far (a judgement that fails still spent them);
+    #: plain numbers, so an observer can write the trace as JSON
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 async def _text_tool_round(
@@ -307,7 +309,8 @@ async def run_judgement(
 
         completion = await call_with_retries(attempt, deadline)
         trace.requests += 1
-        usage = trace.usage = usage + completion.usage
+        usage = usage + completion.usage
+        trace.input_tokens, trace.output_tokens = usage.input_tokens, usage.output_tokens
         if completion.tool_calls:
             allowed = tools is not None and rounds < max_tool_rounds and not final_turn
             messages.append(Message("assistant", completion.text, completion.tool_calls))
