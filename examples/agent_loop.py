@@ -10,10 +10,10 @@ Everything here runs without an API key:
   packaged offline judge. Point it at a real model by changing ``model`` to a tier such as
   ``ReasoningFast`` and setting ``ANTHROPIC_API_KEY`` or ``OPENAI_API_KEY``.
 
-What it shows: the dispatcher is wrapped with :func:`judge.integrations.wrap_dispatcher`
+What it shows: the dispatcher is wrapped with :func:`judge.wrap_dispatcher`
 (the free-tier user's ``prepare_case_file`` call is denied with a synthetic ``BLOCKED:``
 tool_result, so the conversation stays valid), a PostToolUse hook adds context, every tool
-call is written to the audit log, and :class:`judge.integrations.StopGate` sends the first
+call is written to the audit log, and :class:`judge.StopGate` sends the first
 final answer back because it does not end with "Task complete.".
 """
 
@@ -26,13 +26,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from judge.audit import AuditLog
-from judge.config import load_config
-from judge.engine import Engine
-from judge.gate import Gate
-from judge.integrations import HookContext, StopGate, wrap_dispatcher
-from judge.llm.providers.base import Message, ToolCall, ToolSpec
-from judge.llm.providers.fake import FakeProvider
+from judge import AuditLog, Engine, Gate, SessionFacts, StopGate, load_config, wrap_dispatcher
+from judge.testing import FakeProvider, Message, ToolCall, ToolSpec
 
 HERE = Path(__file__).resolve().parent
 
@@ -99,7 +94,7 @@ def to_neutral(messages: list[dict[str, Any]]) -> list[Message]:
 async def run(data_dir: Path) -> str:
     config = load_config(HERE / "agent_loop.yaml")
     gate = Gate(Engine(config), audit=AuditLog(data_dir))
-    trusted = HookContext(user_id="u-17", tier="free", session_id="demo-session", agent_name="support")
+    trusted = SessionFacts(user_id="u-17", tier="free", session_id="demo-session", agent_name="support")
 
     dispatcher = Dispatcher()
     original = dispatcher.call_tool  # save the reference FIRST

@@ -1,4 +1,4 @@
-"""The context JSON each hook receives (SPEC §2): snake_case, unknown fields kept."""
+"""The context JSON each hook receives: snake_case, unknown fields kept."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judge.config import EVENTS, STOP_EVENTS, TOOL_EVENTS
+from judge.config import EVENTS, STOP_EVENTS
 from judge.errors import ContextError
 
 #: Largest turn or rejection count accepted (anything near it is a caller's mistake; it
@@ -111,7 +111,3 @@ def context_json(ctx: HookContext) -> dict[str, Any]:
         raise ContextError(f"context is nested too deeply to be judged ({exc})") from None
     optional = {k for k, f in type(ctx).model_fields.items() if k != "tool_result" and f.default is None}
     return {k: v for k, v in data.items() if v is not None or k not in optional}
-
-
-def is_tool_event(event: str) -> bool:
-    return event in TOOL_EVENTS

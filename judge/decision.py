@@ -1,6 +1,6 @@
 """Hook results (what a hook answers) and decisions (what the gate answers).
 
-Hook answers come in two formats (SPEC §3):
+Hook answers come in two formats:
 
 * simple: ``{"ok": true}`` / ``{"ok": false, "reason": "..."}``
 * extended: ``{"decision": "allow" | "block", "reason": ..., "hookSpecificOutput": {...}}``
@@ -196,7 +196,7 @@ class PromptJudge(Protocol):
 
 
 # ---------------------------------------------------------------------------
-# What the gate answers (INTERFACES §4)
+# What the gate answers
 
 
 class HookOutcome(BaseModel):
@@ -275,7 +275,7 @@ class Decision(BaseModel):
     notes: list[str] = Field(default_factory=list, exclude=True)
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object of INTERFACES §4 (optional fields only when present)."""
+        """The decision JSON (optional fields only when present)."""
         out: dict[str, Any] = {
             "decision": self.decision,
             "reason": self.reason,

@@ -1,6 +1,6 @@
 """The hook engine: context in, decision out. Pure — no printing, no files of its own.
 
-The rules live here (SPEC §3, §4, §6):
+The rules live here:
 
 * which hooks run: agent level first, then the running custom agent's; tool events
   filter by matcher;

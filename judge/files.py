@@ -103,14 +103,6 @@ def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
         raise
 
 
-def is_regular_file(path: str | Path) -> bool:
-    """True when ``path`` is (a symlink to) a regular file; never blocks or raises."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
-
-
 def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_DOCUMENT_BYTES) -> bytes:
     """The whole content of a regular file of at most ``limit`` bytes."""
     with open_regular(path, what) as handle:

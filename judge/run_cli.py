@@ -1,4 +1,4 @@
-"""``judge run``: evaluate one hook event and print the decision JSON (INTERFACES §4)."""
+"""``judge run``: evaluate one hook event and print the decision JSON."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The HTTP gate service (INTERFACES §5) as an ASGI app; :mod:`judge.server` runs it.
+"""The HTTP gate service as an ASGI app; :mod:`judge.server` runs it.
 
 Endpoints (handlers in :mod:`judge.server_service`):
 
@@ -9,7 +9,7 @@ Endpoints (handlers in :mod:`judge.server_service`):
 * ``PUT|GET|DELETE /api/v2/extendedAgent/agents/{name}`` — custom agents, stored in
   the state store (:mod:`judge.server_state`); ``GET /api/v2/extendedAgent/agents`` lists them;
 * ``POST /api/v2/hooks/{event}`` — the context JSON (plus optional inline ``transcript``
-  and ``session_id``) in, the decision object of INTERFACES §4 out.
+  and ``session_id``) in, the decision object out.
 
 Every error is a JSON ``{"error": ...}`` with a 4xx status; bodies are size-limited while
 they are read and checked before any hook runs (:mod:`judge.server_bodies`).

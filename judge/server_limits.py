@@ -83,10 +83,6 @@ def configure(limits: ConnectionLimits) -> None:
     _limits = limits
 
 
-def current_limits() -> ConnectionLimits:
-    return _limits
-
-
 def raise_fd_limit() -> int:
     """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; the soft limit now in force."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

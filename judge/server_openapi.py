@@ -55,7 +55,7 @@ class HookSpecificOutput(BaseModel):
 
 
 class DecisionResponse(BaseModel):
-    """The decision object (INTERFACES §4)."""
+    """The decision object."""
 
     model_config = ConfigDict(populate_by_name=True)
 

@@ -1,4 +1,4 @@
-"""The endpoints of the HTTP service (INTERFACES §5), bound to one configuration,
+"""The endpoints of the HTTP service, bound to one configuration,
 state store, audit log and judge. :mod:`judge.server_app` routes requests here."""
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ class Service:
             self.metrics.refused(exc.status)
             raise
 
-    async def _hook(self, request: Request) -> Response:
+    async def _hook(self, request: Request) -> Response:  # noqa: C901
         started = time.perf_counter()
         event = request.path_params["event"]
         if event not in EVENTS:

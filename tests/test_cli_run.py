@@ -1,4 +1,4 @@
-"""`judge run` (INTERFACES §4) end to end, as a subprocess: output fields, exit codes,
+"""`judge run` end to end, as a subprocess: output fields, exit codes,
 --transcript, --session/--state across processes, --data-dir logs."""
 
 from __future__ import annotations

@@ -38,3 +38,33 @@ def test_links_and_citations_resolve(doc: Path) -> None:
         elif anchor and path.suffix == ".md" and anchor not in anchors(path):
             problems.append(f"links to missing heading {target}")
     assert problems == []
+
+
+SOURCES = sorted((REPO / "judge").rglob("*.py"))
+#: Sphinx-style cross references in docstrings: :mod:`judge.x`, :class:`~judge.x.Y`, ...
+ROLE = re.compile(r":(mod|class|func|meth|data|attr|exc):`~?(judge(?:\.\w+)+)`")
+
+
+def _resolves(target: str) -> bool:
+    import importlib
+
+    parts = target.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[s.relative_to(REPO).as_posix() for s in SOURCES])
+def test_docstrings_cite_only_what_exists(source: Path) -> None:
+    text = source.read_text(encoding="utf-8")
+    problems = [f"cites {m.group(0)!r}" for m in OUTSIDE.finditer(text)]
+    problems += [f"{m.group(0)} does not resolve" for m in ROLE.finditer(text) if not _resolves(m.group(2))]
+    assert problems == []

@@ -17,7 +17,7 @@ from judge.decision import PromptRequest, PromptVerdict
 from judge.engine import Engine
 from judge.errors import HookError
 from judge.evaluation.cli import CACHE_NAME
-from judge.integrations import HookContext, StopGate
+from judge.integrations import SessionFacts, StopGate
 from judge.state import Store
 from tests.test_claude_code import run_adapter, stop_payload
 from tests.test_claude_code import write_config as write_cc_config
@@ -74,7 +74,7 @@ async def test_stop_gate_when_a_hook_fails_its_fail_mode_decides() -> None:
     assert (lenient.stop, lenient.forced) == (True, False)  # Stop prompt hooks default to allow
     assert lenient.decision.hooks[0].error == "OPENAI_API_KEY is not set (needed for openai:gpt-x)"
 
-    strict_gate = StopGate(stop_config(failMode="block"), HookContext(session_id="s"))
+    strict_gate = StopGate(stop_config(failMode="block"), SessionFacts(session_id="s"))
     strict = await strict_gate.check("The answer.")
     assert strict.stop is False
     assert strict.reason == "Hook error: OPENAI_API_KEY is not set (needed for openai:gpt-x)"
@@ -85,7 +85,7 @@ async def test_stop_gate_whose_store_fails_raises_instead_of_allowing(tmp_path: 
     folder = tmp_path / "state"
     store = Store(folder / "state.sqlite")
     engine = stop_config(failMode="block")
-    gate = StopGate(engine, HookContext(session_id="s"), store=store)
+    gate = StopGate(engine, SessionFacts(session_id="s"), store=store)
     shutil.rmtree(folder)
     folder.write_text("not a folder any more")  # the database cannot be opened again
     store.close()

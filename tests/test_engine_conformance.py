@@ -1,4 +1,4 @@
-"""Conformance table for the hook engine (SPEC §1-4 and §6).
+"""Conformance table for the hook engine (the README's rules).
 
 Each row is a config + a context -> the expected decision, reason, forcedStop,
 rejectionCount, additionalContext and updatedInput. Command hooks are real bash

@@ -19,7 +19,7 @@ from judge.commands import run_command_hook
 from judge.config import Hook, config_from_data
 from judge.engine import Engine
 from judge.errors import HookError
-from judge.integrations import HookContext, StopGate
+from judge.integrations import SessionFacts, StopGate
 from judge.integrations.stop_gate import render_messages
 from judge.llm import LLMJudge
 from judge.state import Store
@@ -73,7 +73,7 @@ def test_a_json_transcript_holding_a_surrogate_escape_is_rendered(tmp_path: Path
 async def test_a_missing_transcript_is_judged_without_it(
     llm_server: LLMServer, fmt: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # SPEC: the tools are given over the transcript when it exists
+    # The tools are given over the transcript when it exists
     llm_server.default = verdict(False, "no tests were run")
     request = make_request(transcript=tmp_path / "gone.txt")
     result = await LLMJudge(env=llm_server.env(fmt)).evaluate(request)
@@ -169,7 +169,7 @@ def test_stop_gates_on_several_threads_share_one_store(tmp_path: Path) -> None:
     }
     engine = Engine(config_from_data({"hooks": {"Stop": [hook]}}))
     store = Store(tmp_path / "state.sqlite")
-    gate = StopGate(engine, HookContext(session_id="s1"), store=store)
+    gate = StopGate(engine, SessionFacts(session_id="s1"), store=store)
     results: list[Any] = []
 
     def check() -> None:

@@ -1,4 +1,4 @@
-"""Suite loading: the INTERFACES §7 format and located errors; the offline smoke suite."""
+"""Suite loading: the suite format and located errors; the offline smoke suite."""
 
 from __future__ import annotations
 

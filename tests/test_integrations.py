@@ -1,4 +1,4 @@
-"""wrap_dispatcher (SPEC §6) and StopGate for hand-written agent loops."""
+"""wrap_dispatcher and StopGate for hand-written agent loops."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from judge.decision import PromptRequest, PromptVerdict
 from judge.engine import Engine
 from judge.errors import HookError
 from judge.gate import Gate
-from judge.integrations import HookContext, StopGate, wrap_dispatcher
+from judge.integrations import SessionFacts, StopGate, wrap_dispatcher
 from judge.state import Store
 
-FREE_USER = HookContext(user_id="u-1", tier="free", session_id="sess-1", agent_name="support")
+FREE_USER = SessionFacts(user_id="u-1", tier="free", session_id="sess-1", agent_name="support")
 
 
 class PolicyJudge:
@@ -125,7 +125,7 @@ def test_tool_input_cannot_override_trusted_context() -> None:
 
 
 def test_hook_context_is_frozen() -> None:
-    ctx = HookContext(user_id="u", tier="free", extra={"org": "acme"})
+    ctx = SessionFacts(user_id="u", tier="free", extra={"org": "acme"})
     with pytest.raises(dataclasses.FrozenInstanceError):
         ctx.tier = "premium"  # type: ignore[misc]
     with pytest.raises(TypeError):
@@ -280,7 +280,7 @@ def test_original_called_exactly_once_and_name_lookup_recursion_is_caught() -> N
     dispatcher.call_tool(tool_use("toolu_1", "search_faq", query="a"))
     assert len(dispatcher.calls) == 1
 
-    # The mistake SPEC §6 warns about: a wrapper that looks the name up again.
+    # The mistake docs/python.md warns about: a wrapper that looks the name up again.
     looked_up = Dispatcher()
     looked_up.call_tool = wrap_dispatcher(  # type: ignore[method-assign, assignment]
         lambda block: looked_up.call_tool(block), engine, FREE_USER
@@ -351,7 +351,7 @@ class TranscriptJudge:
 
 async def test_stop_gate_anthropic_messages() -> None:
     judge = TranscriptJudge()
-    gate = StopGate(stop_engine(judge), HookContext(session_id="a-1"))
+    gate = StopGate(stop_engine(judge), SessionFacts(session_id="a-1"))
     messages: list[dict[str, Any]] = [
         {"role": "user", "content": "What is the weather in Oslo?"},
         {"role": "assistant", "content": [tool_use("toolu_1", "get_weather", city="Oslo")]},
@@ -384,7 +384,7 @@ async def test_stop_gate_anthropic_messages() -> None:
 
 async def test_stop_gate_openai_messages_forced_stop() -> None:
     judge = TranscriptJudge(always_reject=True)
-    gate = StopGate(stop_engine(judge, max_rejections=2), HookContext(session_id="o-1"))
+    gate = StopGate(stop_engine(judge, max_rejections=2), SessionFacts(session_id="o-1"))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a weather bot."},
         {"role": "user", "content": "Weather in Oslo?"},
@@ -441,7 +441,7 @@ def test_stop_gate_sync_without_transcript() -> None:
             )
         }
     )
-    gate = StopGate(stop_engine(judge), HookContext(session_id="s", user_id="u-1", tier="premium"))
+    gate = StopGate(stop_engine(judge), SessionFacts(session_id="s", user_id="u-1", tier="premium"))
     verdict = gate.check_sync("All done.")
     assert not verdict.stop and verdict.reason == "End with 'Task complete.'"
     assert judge.seen[0][1]["trusted"]["tier"] == "premium"
@@ -451,7 +451,7 @@ def test_stop_gate_sync_without_transcript() -> None:
 
 def test_stop_gate_refuses_messages_that_are_not_a_message_list() -> None:
     judge = PolicyJudge({"complete": lambda r: (True, None)})
-    gate = StopGate(stop_engine(judge), HookContext(session_id="s"))
+    gate = StopGate(stop_engine(judge), SessionFacts(session_id="s"))
     for junk in ("user: hi", {"role": "user", "content": "hi"}, b"bytes", 42):
         with pytest.raises(TypeError, match="messages must be a list of message dicts"):
             gate.check_sync("All done.", junk)  # type: ignore[arg-type]
@@ -475,7 +475,7 @@ def test_a_post_tool_use_gate_failure_withholds_the_result_when_a_hook_says_bloc
 
 def test_stop_gate_logs_the_errors_of_its_hooks(caplog: pytest.LogCaptureFixture) -> None:
     judge = PolicyJudge({"complete": lambda r: HookError("provider down")})
-    gate = StopGate(stop_engine(judge), HookContext(session_id="s"))
+    gate = StopGate(stop_engine(judge), SessionFacts(session_id="s"))
     with caplog.at_level(logging.WARNING, logger="judge.integrations"):
         verdict = gate.check_sync("All done.")
     assert verdict.stop and verdict.decision.hooks[0].error == "provider down"

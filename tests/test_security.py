@@ -1,4 +1,4 @@
-"""Hostile inputs against the security promises (README "Security model", SPEC §5-6)."""
+"""Hostile inputs against the security promises (README "Security model")."""
 
 from __future__ import annotations
 

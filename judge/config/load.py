@@ -36,7 +36,6 @@ BARE_KEYS = frozenset({"hooks", "customAgents", "models", "name", "prices", "bud
 RESOURCE_KEYS = frozenset(
     {"api_version", "apiVersion", "kind", "metadata", "spec", "models", "prices", "budgets"}
 )
-SPEC_KEYS_CHECKED = frozenset({"hooks", "customAgents", "models"})
 
 
 def _pydantic_problems(prefix: str, exc: ValidationError) -> list[str]:

@@ -19,7 +19,7 @@ from judge import sandbox
 EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")
 #: Events whose hooks are selected by a tool-name ``matcher``.
 TOOL_EVENTS: frozenset[str] = frozenset({"PostToolUse", "PreToolUse"})
-#: Events that follow the Stop-gate rules (SPEC §4).
+#: Events that follow the Stop-gate rules.
 STOP_EVENTS: frozenset[str] = frozenset({"Stop", "SubagentStop"})
 
 MAX_SCRIPT_BYTES = 64 * 1024

@@ -243,7 +243,7 @@ def batch_settings_problem(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def run_batch(
+def run_batch(  # noqa: C901
     suite: Suite,
     *,
     out: Path,

@@ -1,4 +1,4 @@
-"""``judge eval SUITE --out DIR ...`` (INTERFACES §7).
+"""``judge eval SUITE --out DIR ...``.
 
 Exit codes: 0 the run completed (whatever the judge said); 1 a ``--fail-under`` or
 ``--fail-over`` bound was violated (or cannot be evaluated, e.g. recall without labelled
@@ -151,7 +151,7 @@ def _num(value: Any) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int:
+def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int:  # noqa: C901
     """Run ``judge eval``; ``judge`` overrides the LLM judge (tests, embedding)."""
     try:
         bounds = parse_bounds(list(getattr(args, "fail_under", None) or []), "under")

@@ -1,4 +1,4 @@
-"""The metrics of an eval run (INTERFACES §7), computed from its results alone.
+"""The metrics of an eval run, computed from its results alone.
 
 Definitions (``block`` is the positive class; every (case, repeat) is one judgement):
 

@@ -1,4 +1,4 @@
-"""Eval suites (INTERFACES §7): a YAML file naming a hook config, an event and a JSONL of cases.
+"""Eval suites: a YAML file naming a hook config, an event and a JSONL of cases.
 
 ```yaml
 name: completeness-smoke
@@ -59,7 +59,7 @@ class Case(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(min_length=1, description="Unique id of the case within the suite.")
-    context: dict[str, Any] = Field(description="The hook context JSON (SPEC §2) for the suite's event.")
+    context: dict[str, Any] = Field(description="The hook context JSON for the suite's event.")
     transcript: str | None = Field(None, description="Inline transcript text.")
     transcript_path: str | None = Field(None, description="Transcript file, relative to the suite file.")
     label: Literal["allow", "block"] | None = Field(

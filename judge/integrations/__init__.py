@@ -1,7 +1,7 @@
 """Integrations: the Claude Code hook adapter and helpers for hand-written agent loops.
 
 * :func:`wrap_dispatcher` — PreToolUse/PostToolUse hooks around an agent's ``call_tool``;
-* :class:`HookContext` — the frozen, trusted session facts security decisions rest on;
+* :class:`SessionFacts` — the frozen, trusted session facts security decisions rest on;
 * :class:`StopGate` — the Stop gate for an agent loop (continue with a reason, or stop).
 
 The Claude Code adapter (``judge claude-code``) lives in :mod:`judge.integrations.claude_code`
@@ -14,14 +14,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judge.integrations.dispatcher import HookContext, blocked_result, wrap_dispatcher
+    from judge.integrations.dispatcher import SessionFacts, blocked_result, wrap_dispatcher
     from judge.integrations.stop_gate import StopGate, StopVerdict, render_messages
 
-__all__ = ["HookContext", "StopGate", "StopVerdict", "blocked_result", "render_messages", "wrap_dispatcher"]
+__all__ = ["SessionFacts", "StopGate", "StopVerdict", "blocked_result", "render_messages", "wrap_dispatcher"]
 
 # Imported on first use: ``judge claude-code`` runs once per tool call and needs none of them.
 _LAZY = {
-    "HookContext": "judge.integrations.dispatcher",
+    "SessionFacts": "judge.integrations.dispatcher",
     "blocked_result": "judge.integrations.dispatcher",
     "wrap_dispatcher": "judge.integrations.dispatcher",
     "StopGate": "judge.integrations.stop_gate",

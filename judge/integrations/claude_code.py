@@ -1,7 +1,7 @@
-"""``judge claude-code``: the gate as a Claude Code command hook (INTERFACES §6).
+"""``judge claude-code``: the gate as a Claude Code command hook.
 
 Claude Code runs the command with the hook input JSON on stdin and reads the answer from
-stdout. This module maps that input to the SPEC context
+stdout. This module maps that input to judge's hook context
 (:mod:`~judge.integrations.claude_code_context`), evaluates it with
 :class:`judge.gate.Gate`, and prints Claude Code's output format
 (:mod:`~judge.integrations.claude_code_output`).
@@ -11,7 +11,7 @@ every block is expressed in JSON. Problems of the adapter itself are reported on
 and answered per the failMode of the hooks the call selects
 (:mod:`~judge.integrations.claude_code_failure`): a PreToolUse call whose policy check
 cannot run — unusable hook input, a damaged state file, an unexpected failure — is
-**denied** with the reason (SPEC §6), a Stop or PostToolUse goes on with a
+**denied** with the reason, a Stop or PostToolUse goes on with a
 ``systemMessage`` unless a hook says ``failMode: block``; an invalid configuration denies
 PreToolUse calls and lets the rest through with a ``systemMessage``. A hook that could
 not decide (its model down or timed out, its script crashing) is answered per its
@@ -99,8 +99,6 @@ __all__ = [
     "selected_hooks",
 ]
 
-#: Kept for callers of the first version: the events the adapter evaluates.
-SUPPORTED_EVENTS = HANDLED_EVENTS
 #: Signals that cancel an evaluation (hook children killed, temp files removed).
 CANCEL_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

@@ -1,4 +1,4 @@
-"""Claude Code's hook input → the SPEC §2 context, and the transcript it points at.
+"""Claude Code's hook input → judge's hook context, and the transcript it points at.
 
 * The JSONL session log is rendered by
   :func:`judge.integrations.claude_code_render_cache.rendered_transcript`.
@@ -133,10 +133,10 @@ def _listed(value: Any) -> list[Any]:
     return _clipped(value) if isinstance(value, list) else []
 
 
-def build_context(
+def build_context(  # noqa: C901
     hook_input: ClaudeCodeInput, transcript: Path | None, last_text: str | None
 ) -> dict[str, Any]:
-    """The SPEC §2 context for this hook input (``hook_event_name`` is the judge event)."""
+    """The hook context for this hook input (``hook_event_name`` is the judge event)."""
     event = hook_input.config_event
     ctx: dict[str, Any] = {"hook_event_name": event}
     if hook_input.agent_type:

@@ -50,11 +50,7 @@ CLAUDE_CODE_EVENTS: dict[str, tuple[str, ...]] = {
 CLAUDE_CODE_BLOCK_CAP = 8
 #: The environment variable that changes that cap.
 BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
-#: Oldest Claude Code the adapter's full behaviour needs: ``updatedToolOutput`` for all tools.
-MIN_VERSION_FULL = "2.1.121"
-#: Before this version SubagentStop has no ``agent_id`` / ``agent_transcript_path``.
-SUBAGENT_TRANSCRIPT_SINCE = "2.0.42"
-#: The text the model sees instead of a withheld tool result (SPEC §4).
+#: The text the model sees instead of a withheld tool result.
 BLOCKED_RESULT_PREFIX = "[Hook Blocked Tool Result]"
 
 #: How a PreToolUse rewrite (``updatedInput``) is handed to Claude Code.

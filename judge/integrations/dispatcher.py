@@ -1,11 +1,11 @@
-"""Tool-call hooks inside a hand-written agent: wrap the dispatcher (SPEC §6).
+"""Tool-call hooks inside a hand-written agent: wrap the dispatcher.
 
 Most agents have a ``call_tool`` that takes a ``tool_use`` block
 (``{"type": "tool_use", "id": ..., "name": ..., "input": {...}}``) and returns its
 ``tool_result``. :func:`wrap_dispatcher` saves that function first, then returns a
 wrapper that
 
-1. builds the event from the tool call and the frozen, trusted :class:`HookContext`;
+1. builds the event from the tool call and the frozen, trusted :class:`SessionFacts`;
 2. runs the PreToolUse hooks — a denial returns a synthetic ``tool_result`` with the same
    ``tool_use_id``, ``is_error: true`` and ``BLOCKED: <reason>`` content, so the
    conversation stays valid and the tool never runs; a rewritten input is passed on;
@@ -21,7 +21,7 @@ PostToolUse hook that fails is logged to the ``judge.integrations`` logger and i
 Usage::
 
     original = dispatcher.call_tool                 # save the reference FIRST
-    dispatcher.call_tool = wrap_dispatcher(original, gate, HookContext(user_id="u1", tier="free"))
+    dispatcher.call_tool = wrap_dispatcher(original, gate, SessionFacts(user_id="u1", tier="free"))
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ _ACTIVE: contextvars.ContextVar[frozenset[tuple[int, str]]] = contextvars.Contex
 
 
 @dataclass(frozen=True)
-class HookContext:
+class SessionFacts:
     """Trusted facts about the session, set by the server at session start; never changes.
 
     Security decisions rest on these, never on ``tool_input`` (which the model wrote).
@@ -112,7 +112,7 @@ def run_sync(coro: Coroutine[Any, Any, _T]) -> _T:
 
 
 def blocked_result(tool_use_id: str, reason: str) -> ToolResult:
-    """The synthetic ``tool_result`` of a denied call (SPEC §6): ``BLOCKED: <reason>``,
+    """The synthetic ``tool_result`` of a denied call: ``BLOCKED: <reason>``,
     prefixed once (a reason that already starts with ``BLOCKED:`` is used as it is)."""
     text = reason if reason.lstrip().upper().startswith("BLOCKED:") else f"BLOCKED: {reason}"
     return {
@@ -149,7 +149,7 @@ class _Hooks:
     def __init__(
         self,
         gate: Gate,
-        trusted: HookContext,
+        trusted: SessionFacts,
         on_additional_context: ContextCallback | None,
     ) -> None:
         self.gate = gate
@@ -281,7 +281,7 @@ class AsyncHookedDispatcher:
 def wrap_dispatcher(
     call_tool: Callable[[ToolUse], Awaitable[Any]],
     gate_or_engine: Gate | Engine,
-    trusted_context: HookContext,
+    trusted_context: SessionFacts,
     *,
     on_additional_context: ContextCallback | None = None,
 ) -> AsyncHookedDispatcher: ...
@@ -291,7 +291,7 @@ def wrap_dispatcher(
 def wrap_dispatcher(
     call_tool: Callable[[ToolUse], Any],
     gate_or_engine: Gate | Engine,
-    trusted_context: HookContext,
+    trusted_context: SessionFacts,
     *,
     on_additional_context: ContextCallback | None = None,
 ) -> SyncHookedDispatcher: ...
@@ -300,7 +300,7 @@ def wrap_dispatcher(
 def wrap_dispatcher(
     call_tool: Callable[[ToolUse], Any],
     gate_or_engine: Gate | Engine,
-    trusted_context: HookContext,
+    trusted_context: SessionFacts,
     *,
     on_additional_context: ContextCallback | None = None,
 ) -> SyncHookedDispatcher | AsyncHookedDispatcher:
@@ -312,8 +312,8 @@ def wrap_dispatcher(
     """
     if not callable(call_tool):
         raise TypeError(f"call_tool must be callable, got {type(call_tool).__name__}")
-    if not isinstance(trusted_context, HookContext):
-        raise TypeError("trusted_context must be a judge.integrations.HookContext")
+    if not isinstance(trusted_context, SessionFacts):
+        raise TypeError("trusted_context must be a judge.integrations.SessionFacts")
     hooks = _Hooks(as_gate(gate_or_engine), trusted_context, on_additional_context)
     target = call_tool if inspect.isroutine(call_tool) else getattr(call_tool, "__call__", None)  # noqa: B004
     if inspect.iscoroutinefunction(call_tool) or inspect.iscoroutinefunction(target):

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.gate import Gate, count_key
-from judge.integrations.dispatcher import HookContext, log_problems, run_sync
+from judge.integrations.dispatcher import SessionFacts, log_problems, run_sync
 from judge.state import Store
 
 MessageStyle = Literal["anthropic", "openai"]
@@ -121,7 +121,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:  # noqa: C901
     """Readable lines for an Anthropic-style or OpenAI-style message list (dicts, or the
     SDKs' message objects)."""
     for raw in messages:
@@ -200,7 +200,7 @@ class StopGate:
     def __init__(
         self,
         gate_or_engine: Gate | Engine,
-        trusted: HookContext | None = None,
+        trusted: SessionFacts | None = None,
         *,
         store: Store | None = None,
         event: Literal["Stop", "SubagentStop"] = "Stop",
@@ -211,7 +211,7 @@ class StopGate:
             )
         else:
             self.gate = Gate(gate_or_engine, store=store)
-        self.trusted = trusted or HookContext()
+        self.trusted = trusted or SessionFacts()
         self.event = event
         self._counts: dict[str, int] = {}
 

@@ -1,4 +1,4 @@
-"""The LLM judge for prompt hooks (SPEC §5).
+"""The LLM judge for prompt hooks.
 
 ``LLMJudge().evaluate(request)`` renders the hook's prompt, resolves its model tier to a
 provider, binds ReadFile/GrepSearch to the rendered transcript, runs the tool loop and
@@ -118,7 +118,7 @@ class LLMJudge:
                 except NotARegularFile as exc:
                     raise HookError(str(exc)) from None
                 except FileNotFoundError:
-                    # SPEC: the tools are given over the transcript when it exists.
+                    # The tools are given over the transcript when it exists.
                     _log.warning("transcript %s not found; judged without it", request.transcript_path)
                     rendered = None
                 except OSError as exc:

@@ -260,7 +260,7 @@ async def _text_tool_round(
     return results_message(calls, results, DECIDE if done or last else RESULTS_FOOTER), done
 
 
-async def run_judgement(
+async def run_judgement(  # noqa: C901
     provider: Provider,
     rendered_prompt: str,
     tools: TranscriptTools | None,

@@ -1,4 +1,4 @@
-"""Rendering of prompt-hook templates (SPEC §5).
+"""Rendering of prompt-hook templates.
 
 A hook's ``prompt`` is a Jinja2 template, rendered in a sandbox with ``StrictUndefined``
 and resource limits (:mod:`judge.llm.template_limits`).
@@ -52,7 +52,7 @@ _COMMON_FIELDS = (
 )
 _STOP_FIELDS = (*_COMMON_FIELDS, "final_output", "stop_hook_active", "stop_rejection_count")
 _PRE_FIELDS = (*_COMMON_FIELDS, "tool_name", "tool_input")
-#: Context fields that are also top-level template variables, per event (SPEC §2).
+#: Context fields that are also top-level template variables, per event.
 TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
     "Stop": _STOP_FIELDS,
     "SubagentStop": _STOP_FIELDS,

@@ -105,10 +105,6 @@ def _kind(value: Any) -> str:
     return "array" if isinstance(value, list) else type(value).__name__
 
 
-def _whole(value: Any) -> Any:
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def validate_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
     """Why ``arguments`` do not fit ``spec``'s JSON schema, or ``None`` when they do.
 

@@ -1,4 +1,4 @@
-"""Model tiers: which provider and model serve a hook's ``model`` (INTERFACES §2).
+"""Model tiers: which provider and model serve a hook's ``model``.
 
 A hook's ``model`` is either a tier (case-insensitive: ``Reasoning``, ``ReasoningFast``,
 ``General``, ``Fast``, ``LongContext``, or the platform aliases ``ReasoningHeavy``,

@@ -12,7 +12,7 @@ it by doing so.
 A verdict cut off by the answer-length cap (:mod:`judge.llm.truncated`) counts when it
 has a decision and, for a rejection, at least the start of its reason: a rejection cut
 off before its reason says nothing the agent could act on, and read as a reason-less
-rejection it would be an approval (SPEC: a rejection without a reason allows).
+rejection it would be an approval (the rules: a rejection without a reason allows).
 """
 
 from __future__ import annotations

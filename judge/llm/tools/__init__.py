@@ -1,4 +1,4 @@
-"""ReadFile and GrepSearch over ONE transcript file (SPEC §5).
+"""ReadFile and GrepSearch over ONE transcript file.
 
 The signatures are the reference platform's, so prompts written for it work unchanged.
 The model may pass any ``filePath``; the tools only ever read the transcript they are

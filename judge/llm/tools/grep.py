@@ -1,4 +1,4 @@
-"""GrepSearch: the transcript's lines matching a query (SPEC §5).
+"""GrepSearch: the transcript's lines matching a query.
 
 The file is read in blocks of whole lines and each block is searched whole with one
 compiled pattern (see :mod:`judge.llm.tools.patterns`), counting newlines only up to

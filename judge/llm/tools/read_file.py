@@ -1,4 +1,4 @@
-"""ReadFile: a numbered window of transcript lines (SPEC §5).
+"""ReadFile: a numbered window of transcript lines.
 
 The window is found through the file's line index (built once per file version), so
 reading near the end of a huge file does not re-read it. A line longer than
