@@ -21,8 +21,8 @@ from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError, StateUnavailable
 from judge.files import storable_text
-from judge.session_lock import DEFAULT_WAIT_SECONDS
 from judge.state import StateStore
+from judge.state.session_lock import DEFAULT_WAIT_SECONDS
 
 _log = logging.getLogger("judge.gate")
 

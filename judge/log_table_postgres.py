@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from judge.log_table import PAGE, session_of
-from judge.state_postgres import PostgresStore
+from judge.state.postgres import PostgresStore
 
 #: The live view's log keeps this much history in the database.
 DECISIONS_KEPT = timedelta(days=7)

@@ -95,7 +95,7 @@ def logs_main(args: argparse.Namespace) -> int:
         if args.state:
             from judge.log_table_postgres import PostgresLogTable
             from judge.state import is_database_url, open_store
-            from judge.state_postgres import PostgresStore
+            from judge.state.postgres import PostgresStore
 
             if not is_database_url(args.state):
                 _say("--state must be a postgresql://... URL (for the logs in files: --data-dir)")

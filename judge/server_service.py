@@ -42,7 +42,7 @@ from judge.server_files import (
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_metrics import GateMetrics
 from judge.server_state import RECENT_ROWS, STATE_DB, fail_mode_decision, open_log_table, open_service_store
-from judge.session_lock import SessionBusy
+from judge.state.session_lock import SessionBusy
 
 __all__ = ["STATE_DB", "ServerSettings", "Service"]
 _log = logging.getLogger("judge.server")

@@ -18,7 +18,7 @@ from judge.engine import Engine
 from judge.errors import StateUnavailable
 from judge.log_table import LogTable
 from judge.state import StateStore, open_store
-from judge.state_sqlite import SQLiteStore
+from judge.state.sqlite import SQLiteStore
 
 #: Name of the SQLite state database inside the data dir (the default store).
 STATE_DB = "state.sqlite3"
@@ -48,7 +48,7 @@ def open_log_table(logs: str, store: StateStore) -> LogTable | None:
             f"{store.describe()} (give --state postgresql://... or --logs files)"
         )
     from judge.log_table_postgres import PostgresLogTable
-    from judge.state_postgres import PostgresStore
+    from judge.state.postgres import PostgresStore
 
     return PostgresLogTable(cast(PostgresStore, store))
 

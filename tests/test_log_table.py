@@ -20,8 +20,8 @@ from judge.audit import AuditLog
 from judge.decision import Decision, HookOutcome
 from judge.log_table import iter_log, kind_of
 from judge.log_table_postgres import PostgresLogTable
-from judge.state_migrations import MIGRATIONS, migrate, schema_version
-from judge.state_postgres import PostgresStore
+from judge.state.migrations import MIGRATIONS, migrate, schema_version
+from judge.state.postgres import PostgresStore
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from judge import state_sqlite
 from judge.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog, append_jsonl
 from judge.decision import Decision, HookOutcome, Usage
 from judge.errors import StateUnavailable
 from judge.state import Store
+from judge.state import sqlite as state_sqlite
 
 PROCESSES = 8
 UPDATES = 20

@@ -17,10 +17,10 @@ import pytest
 from judge.errors import StateUnavailable
 from judge.log_table_postgres import PostgresLogTable
 from judge.redact import redact_url as redact
-from judge.session_lock import SessionBusy
 from judge.state import open_store
-from judge.state_migrations import MIGRATIONS, Migration, migrate, schema_version
-from judge.state_postgres import PostgresStore
+from judge.state.migrations import MIGRATIONS, Migration, migrate, schema_version
+from judge.state.postgres import PostgresStore
+from judge.state.session_lock import SessionBusy
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -130,7 +130,7 @@ async def test_a_round_that_fails_saves_nothing(pg_url: str) -> None:
 
 HOLDER = """
 import asyncio, sys, threading
-from judge.state_postgres import PostgresStore
+from judge.state.postgres import PostgresStore
 
 async def main():
     store = PostgresStore(sys.argv[1])

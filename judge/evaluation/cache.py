@@ -32,13 +32,7 @@ from typing import Any
 from judge.decision import PromptJudge, PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.files import open_regular
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS judgements (
-    key TEXT PRIMARY KEY,
-    verdict TEXT NOT NULL
-);
-"""
+from judge.state.migrations import SQLITE_CACHE, migrate_sqlite
 
 #: The cache file's default name, next to the output folder of ``judge eval``.
 CACHE_NAME = ".judge-cache.sqlite"
@@ -152,7 +146,7 @@ class JudgementCache:
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            migrate_sqlite(self._db, SQLITE_CACHE, f"the judgement cache {self.path}")
 
     def get(self, key: str) -> PromptVerdict | None:
         with self._lock:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from judge.session_lock import SessionBusy, session_lock
+from judge.state.session_lock import SessionBusy, session_lock
 
 N = 5
 CONFIG = {

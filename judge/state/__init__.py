@@ -2,9 +2,9 @@
 
 :class:`StateStore` is what the gate and the service need; two implementations:
 
-* :class:`judge.state_sqlite.SQLiteStore` — one SQLite file, the embedded default
+* :class:`judge.state.sqlite.SQLiteStore` — one SQLite file, the embedded default
   (``judge run --state FILE``, ``judge claude-code``, ``judge serve`` without ``--state``);
-* :class:`judge.state_postgres.PostgresStore` — a PostgreSQL database shared by service
+* :class:`judge.state.postgres.PostgresStore` — a PostgreSQL database shared by service
   replicas on several hosts (``--state postgresql://...``); imported only when chosen.
 
 Data methods are blocking (callers run them in threads). :meth:`StateStore.session_round`
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from judge.errors import StateUnavailable
-from judge.state_sqlite import SQLiteStore
+from judge.state.sqlite import SQLiteStore
 
 #: Kept for callers of the first API (``from judge.state import Store``): the SQLite store.
 Store = SQLiteStore
@@ -42,7 +42,7 @@ class StateStore(Protocol):
 
     def session_round(self, key: str, wait: float = ...) -> AbstractAsyncContextManager[Any]:
         """Hold the Stop round of ``key``: one at a time across every process and host
-        using this store; :class:`judge.session_lock.SessionBusy` after ``wait`` seconds."""
+        using this store; :class:`judge.state.session_lock.SessionBusy` after ``wait`` seconds."""
         ...
 
     def rejection_count(self, session_id: str) -> int: ...
@@ -79,7 +79,7 @@ def open_store(spec: str | Path) -> StateStore:
     cannot be opened; other URL schemes are refused rather than taken for file names.
     """
     if is_database_url(spec):
-        from judge.state_postgres import PostgresStore
+        from judge.state.postgres import PostgresStore
 
         return PostgresStore(str(spec))
     text = str(spec)

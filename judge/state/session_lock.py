@@ -2,7 +2,7 @@
 
 Stores serialise rounds through ``StateStore.session_round`` (:mod:`judge.state`): the
 SQLite store with :class:`LocalQueue` and :func:`session_lock` below, the PostgreSQL store
-with a transaction-scoped advisory lock (:mod:`judge.state_postgres`).
+with a transaction-scoped advisory lock (:mod:`judge.state.postgres`).
 
 A Stop round reads the session's rejection count, runs the hooks and stores the new
 count. Two rounds of one session side by side would both start from the same count:

@@ -1,6 +1,7 @@
-"""Schema migrations of the PostgreSQL state database.
+"""Schema migrations of judge's databases: the PostgreSQL state database and every
+SQLite file (the state file, the eval cache).
 
-The table ``judge_schema_version`` holds one row per applied migration (version,
+**PostgreSQL.** The table ``judge_schema_version`` holds one row per applied migration (version,
 description, when). Every service process runs :func:`migrate` when it opens the
 database. A current schema costs one read (no DDL, so a user without ``CREATE`` can run
 judge); an older one is upgraded under a transaction-scoped advisory lock, so replicas
@@ -8,12 +9,20 @@ starting together apply each migration exactly once, and in one transaction, so 
 upgrade leaves the previous schema intact. A database whose version is newer than this judge knows is
 refused (an older replica must not write into a schema it does not understand).
 
+**SQLite.** Each file's version is SQLite's own ``PRAGMA user_version``; :func:`migrate_sqlite`
+applies the missing entries of that file's list (:data:`SQLITE_STATE`, :data:`SQLITE_CACHE`)
+in one ``BEGIN IMMEDIATE`` transaction, so concurrent processes apply each exactly once. A
+file from before versions (``user_version`` 0, tables made with ``IF NOT EXISTS``) is
+brought to version 1 without losing a row; a file newer than this judge knows is refused
+with :class:`~judge.errors.StateUnavailable`, never misread.
+
 Migrations are append-only: a released one is never edited; a change of schema is a new
-entry at the end of :data:`MIGRATIONS`.
+entry at the end of its list.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,4 +128,75 @@ def migrate(conn: Any, migrations: tuple[Migration, ...] = MIGRATIONS) -> list[i
                 (migration.version, migration.description),
             )
             applied.append(migration.version)
+    return applied
+
+
+# -- SQLite -------------------------------------------------------------------------------
+
+#: The state file (:mod:`judge.state.sqlite`). Version 1 is the schema judge wrote before
+#: files had versions, so ``IF NOT EXISTS`` adopts such a file as it is.
+SQLITE_STATE: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "Stop rejection counts, custom agents, spending",
+        (
+            """CREATE TABLE IF NOT EXISTS rejections (
+                session_id TEXT PRIMARY KEY,
+                count INTEGER NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            """CREATE TABLE IF NOT EXISTS agents (
+                name TEXT PRIMARY KEY,
+                body TEXT NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+            """CREATE TABLE IF NOT EXISTS spend (
+                key TEXT PRIMARY KEY,
+                usd REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+        ),
+    ),
+)
+
+#: The judgement cache of ``judge eval`` and ``judge tune`` (:mod:`judge.evaluation.cache`).
+SQLITE_CACHE: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "Verdicts by request key",
+        ("CREATE TABLE IF NOT EXISTS judgements (key TEXT PRIMARY KEY, verdict TEXT NOT NULL)",),
+    ),
+)
+
+
+def sqlite_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate_sqlite(db: sqlite3.Connection, migrations: tuple[Migration, ...], what: str) -> list[int]:
+    """Bring the SQLite file on ``db`` (autocommit mode) to the latest version of
+    ``migrations``; the versions applied now. ``what`` names the file in errors."""
+    latest = latest_version(migrations)
+    if sqlite_version(db) == latest:
+        return []
+    applied: list[int] = []
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        current = sqlite_version(db)
+        if current > latest:
+            raise StateUnavailable(
+                f"{what} is at schema version {current}, newer than this judge knows ({latest}): "
+                "upgrade judge, or point it at another file"
+            )
+        for migration in migrations:
+            if migration.version <= current:
+                continue
+            for statement in migration.statements:
+                db.execute(statement)
+            applied.append(migration.version)
+        db.execute(f"PRAGMA user_version = {latest}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
     return applied

@@ -1,7 +1,7 @@
 """Service state in PostgreSQL, shared by service replicas on several hosts.
 
 ``judge serve --state postgresql://user@host/db`` (or ``judge run --state ...``). Opening
-checks the connection and runs the schema migrations (:mod:`judge.state_migrations`);
+checks the connection and runs the schema migrations (:mod:`judge.state.migrations`);
 a bad URL, refused login or unreachable server is a :class:`StateUnavailable` with
 libpq's own message, before the service listens.
 
@@ -12,7 +12,7 @@ The count is read, the hooks run and the new count is written on that same conne
 inside that transaction; the commit releases the lock. So two replicas never judge one
 session's Stops side by side, and a replica that dies mid-round loses its connection,
 which rolls the round back and frees the lock. Rounds of one session in one process
-queue in memory first (:class:`judge.session_lock.LocalQueue`).
+queue in memory first (:class:`judge.state.session_lock.LocalQueue`).
 
 Outside a round every call takes a pooled connection in autocommit mode. Each in-flight
 Stop round holds one connection for the length of its judgement: the pool (default
@@ -33,8 +33,8 @@ from typing import Any, TypeAlias
 
 from judge.errors import StateUnavailable
 from judge.redact import redact_url
-from judge.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, SessionBusy
-from judge.state_migrations import migrate
+from judge.state.migrations import migrate
+from judge.state.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, SessionBusy
 
 try:
     import psycopg

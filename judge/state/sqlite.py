@@ -21,26 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import StateUnavailable
-from judge.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, lock_folder, session_lock
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS rejections (
-    session_id TEXT PRIMARY KEY,
-    count INTEGER NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS agents (
-    name TEXT PRIMARY KEY,
-    body TEXT NOT NULL,
-    updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS spend (
-    key TEXT PRIMARY KEY,
-    usd REAL NOT NULL,
-    updated_at REAL NOT NULL
-);
-"""
-
+from judge.state.migrations import SQLITE_STATE, migrate_sqlite
+from judge.state.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, lock_folder, session_lock
 
 #: How long a write waits for another writer's lock. The store's own transactions take
 #: milliseconds; a lock held longer (a backup, an operator's sqlite3 shell) is a failure.
@@ -61,7 +43,7 @@ class SQLiteStore:
         self._queue = LocalQueue()
         with self._connect() as db:
             db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+            migrate_sqlite(db, SQLITE_STATE, f"the state database {self.path}")
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -93,7 +75,7 @@ class SQLiteStore:
     @asynccontextmanager
     async def session_round(self, key: str, wait: float = DEFAULT_WAIT_SECONDS) -> AsyncIterator[None]:
         """Hold ``key``'s Stop round: first in this process (no polling), then across
-        processes with a ``flock`` next to the database (:mod:`judge.session_lock`)."""
+        processes with a ``flock`` next to the database (:mod:`judge.state.session_lock`)."""
         async with self._queue.hold(key, wait) as left, session_lock(lock_folder(self.path), key, left):
             yield
 
