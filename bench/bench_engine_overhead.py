@@ -27,11 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ModelServer, children_cpu, machine, table
 
-from judge.audit import AuditLog
 from judge.config import config_from_data
 from judge.engine import Engine
 from judge.gate import Gate
 from judge.llm.providers.base import VERDICT_SCHEMA
+from judge.logs.audit import AuditLog
 from judge.state import Store
 
 PROMPT = "Is the agent's answer complete and correct? $ARGUMENTS"

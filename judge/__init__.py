@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from judge.audit import AuditLog
     from judge.config import Config, Hook, config_from_data, load_config
     from judge.context import parse_context
     from judge.decision import Decision, HookOutcome, PromptJudge, PromptRequest, PromptVerdict, Usage
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from judge.integrations.stop_gate import StopGate, StopVerdict
     from judge.llm import LLMJudge
     from judge.llm.loop import JudgementTrace
+    from judge.logs.audit import AuditLog
     from judge.state import Store, open_store
     from judge.validation import check_config
 
@@ -62,7 +62,7 @@ _LAZY = {
     "wrap_dispatcher": "judge.integrations.dispatcher",
     "SessionFacts": "judge.integrations.dispatcher",
     # state and logs
-    "AuditLog": "judge.audit",
+    "AuditLog": "judge.logs.audit",
     "Store": "judge.state",
     "open_store": "judge.state",
     # the exception tree (judge.errors draws it)

@@ -14,13 +14,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from judge.audit import AuditLog
 from judge.config import STOP_EVENTS
 from judge.context import StopContext, parse_context
 from judge.decision import Decision
 from judge.engine import Engine
 from judge.errors import ContextError, StateUnavailable
 from judge.files import storable_text
+from judge.logs.audit import AuditLog
 from judge.state import StateStore
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from judge.log_table import KINDS, iter_log, kind_of, session_of
+from judge.logs.table import KINDS, iter_log, kind_of, session_of
 
 #: Files of a data dir per log, oldest first (the decision log keeps one rotated file).
 _FILES = {"decisions": ("decisions.jsonl.1", "decisions.jsonl")}
@@ -48,12 +48,12 @@ class _Unreadable(Exception):
 
 
 def _from_files(data_dir: Path, kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    from judge.audit import read_jsonl
     from judge.files import RefusedFile
+    from judge.logs.jsonl import read_jsonl
 
     position = 0
     if kind == "decisions":  # numbers that survive a rotation dropping ``.1``
-        from judge.decision_log import records_before
+        from judge.logs.decisions import records_before
 
         position = records_before(data_dir)
     for name in _FILES.get(kind, (f"{kind}.jsonl",)):
@@ -93,7 +93,7 @@ def logs_main(args: argparse.Namespace) -> int:
     store = None
     try:
         if args.state:
-            from judge.log_table_postgres import PostgresLogTable
+            from judge.logs.table_postgres import PostgresLogTable
             from judge.state import is_database_url, open_store
             from judge.state.postgres import PostgresStore
 

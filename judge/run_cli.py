@@ -79,11 +79,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
     import sqlite3
 
-    from judge.audit import AuditLog
     from judge.config import EVENTS, load_config
     from judge.engine import Engine
     from judge.gate import Gate
     from judge.llm.providers.features_memo import remembering
+    from judge.logs.audit import AuditLog
     from judge.state import open_store
 
     if args.event not in EVENTS:

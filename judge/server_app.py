@@ -40,9 +40,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from judge.audit import now_iso
 from judge.config import Config, load_config
 from judge.decision import PromptJudge
+from judge.logs.jsonl import now_iso
 from judge.server_bodies import (
     DEFAULT_MAX_BODY,
     MAX_DEPTH,

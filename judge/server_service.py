@@ -15,15 +15,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from judge.audit import AuditLog
 from judge.config import EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import PromptJudge
-from judge.decision_log import append_decision, read_recent, record_of, summarize
 from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError, StateUnavailable
 from judge.gate import Gate
-from judge.log_buffer import BufferedLog
+from judge.logs.audit import AuditLog
+from judge.logs.buffer import BufferedLog
+from judge.logs.decisions import append_decision, read_recent, record_of, summarize
 from judge.server_agents import (
     AGENT_NAME,
     agent_from_document,
@@ -143,7 +143,7 @@ class Service:
         await asyncio.shield(self._ping_answer)
 
     async def ui_summary(self, request: Request) -> Response:
-        """What the live view (``GET /ui``) shows: see :func:`judge.decision_log.summarize`."""
+        """What the live view (``GET /ui``) shows: see :func:`judge.logs.decisions.summarize`."""
         data_dir, logs, buffered = self.settings.data_dir, self.logs, self.decision_log
 
         def recent() -> list[dict[str, Any]]:

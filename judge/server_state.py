@@ -16,7 +16,7 @@ from judge.config import STOP_EVENTS
 from judge.decision import Decision, HookOutcome
 from judge.engine import Engine
 from judge.errors import StateUnavailable
-from judge.log_table import LogTable
+from judge.logs.table import LogTable
 from judge.state import StateStore, open_store
 from judge.state.sqlite import SQLiteStore
 
@@ -47,7 +47,7 @@ def open_log_table(logs: str, store: StateStore) -> LogTable | None:
             f"--logs database keeps the logs in a PostgreSQL state database; the state is "
             f"{store.describe()} (give --state postgresql://... or --logs files)"
         )
-    from judge.log_table_postgres import PostgresLogTable
+    from judge.logs.table_postgres import PostgresLogTable
     from judge.state.postgres import PostgresStore
 
     return PostgresLogTable(cast(PostgresStore, store))

@@ -225,7 +225,7 @@ def test_model_override_replaces_the_whole_cascade(tmp_path: Path) -> None:
 
 
 async def test_audit_logs_carry_the_stages(tmp_path: Path) -> None:
-    from judge.audit import AuditLog
+    from judge.logs.audit import AuditLog
 
     judge = StageJudge({"m:fast": False, "m:strong": True})
     engine = Engine(stop_config(["m:fast", "m:strong"], prices=PRICES), judge=judge)

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from judge.audit import SESSION_SUMMARIES, AuditLog
 from judge.config import Hook, config_from_data
 from judge.decision import Decision, PromptRequest, PromptVerdict, Usage
 from judge.engine import Engine, NoModelJudge
 from judge.errors import ContextError, HookError
 from judge.gate import Gate
+from judge.logs.audit import SESSION_SUMMARIES, AuditLog
 from judge.state import Store
 
 

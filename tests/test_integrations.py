@@ -485,7 +485,7 @@ def test_stop_gate_logs_the_errors_of_its_hooks(caplog: pytest.LogCaptureFixture
 def test_an_unwritable_audit_log_is_logged_and_the_decision_stands(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from judge.audit import AuditLog
+    from judge.logs.audit import AuditLog
 
     (tmp_path / "audit_log.jsonl").mkdir()  # a directory where the log file goes
     judge = PolicyJudge({"pii": lambda r: (False, "the result contains an e-mail")})

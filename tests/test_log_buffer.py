@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from judge import log_buffer
 from judge.errors import StateUnavailable
-from judge.log_buffer import BufferedLog
+from judge.logs import buffer as log_buffer
+from judge.logs.buffer import BufferedLog
 
 
 class Table:

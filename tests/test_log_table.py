@@ -15,11 +15,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from judge import log_table, log_table_postgres
-from judge.audit import AuditLog
 from judge.decision import Decision, HookOutcome
-from judge.log_table import iter_log, kind_of
-from judge.log_table_postgres import PostgresLogTable
+from judge.logs import table as log_table
+from judge.logs import table_postgres as log_table_postgres
+from judge.logs.audit import AuditLog
+from judge.logs.table import iter_log, kind_of
+from judge.logs.table_postgres import PostgresLogTable
 from judge.state.migrations import MIGRATIONS, migrate, schema_version
 from judge.state.postgres import PostgresStore
 

@@ -123,7 +123,7 @@ def test_client_chosen_agent_names_cannot_grow_the_metrics_without_bound() -> No
     from prometheus_client import generate_latest
 
     from judge.decision import Decision
-    from judge.decision_log import record_of
+    from judge.logs.decisions import record_of
     from judge.server_metrics import MAX_AGENT_LABELS, GateMetrics
 
     metrics = GateMetrics()

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from judge import decision_log
-from judge.decision_log import DECISIONS_LOG, append_decision, read_recent, summarize
+from judge.logs import decisions as decision_log
+from judge.logs.decisions import DECISIONS_LOG, append_decision, read_recent, summarize
 from tests.test_server import Service
 
 CONFIG = """hooks:

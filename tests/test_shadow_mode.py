@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judge.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog
 from judge.config import config_from_data
-from judge.decision_log import DECISIONS_LOG, append_decision, record_of
 from judge.engine import Engine
 from judge.gate import Gate
+from judge.logs.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog
+from judge.logs.decisions import DECISIONS_LOG, append_decision, record_of
 from judge.state import Store
 from tests.test_engine_conformance import ScriptedJudge, cmd, post_ctx, pre_ctx, prompt, says, stop_ctx
 

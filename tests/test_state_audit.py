@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from judge.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog, append_jsonl
 from judge.decision import Decision, HookOutcome, Usage
 from judge.errors import StateUnavailable
+from judge.logs.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog
+from judge.logs.jsonl import append_jsonl
 from judge.state import Store
 from judge.state import sqlite as state_sqlite
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from judge.errors import StateUnavailable
-from judge.log_table_postgres import PostgresLogTable
+from judge.logs.table_postgres import PostgresLogTable
 from judge.redact import redact_url as redact
 from judge.state import open_store
 from judge.state.migrations import MIGRATIONS, Migration, migrate, schema_version

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.audit import now_iso
 from judge.decision import PromptJudge
 from judge.engine import default_judge
 from judge.errors import HookError
@@ -70,6 +69,7 @@ from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
 from judge.llm.providers.clients import api_settings
 from judge.llm.tiers import BASE_URL_VARS
+from judge.logs.jsonl import now_iso
 from judge.pricing import batch_cost
 from judge.redact import redact_url
 

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.audit import now_iso
 from judge.decision import PromptJudge
 from judge.evaluation.batch import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
 from judge.evaluation.batch_state import summary_lines as batch_summary
@@ -46,6 +45,7 @@ from judge.evaluation.variants import VariantProblem, load_variant_suite, plan_v
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
 from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
 from judge.llm.providers.features_memo import remembering
+from judge.logs.jsonl import now_iso
 
 
 def _err(message: str) -> None:

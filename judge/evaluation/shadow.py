@@ -2,7 +2,7 @@
 
 Hooks with ``mode: shadow`` run in production without acting; what they would have
 decided is recorded with the context and transcript they judged in ``shadow_log.jsonl``
-(:meth:`judge.audit.AuditLog.shadow`). Converted, each record of the chosen event is a case
+(:meth:`judge.logs.audit.AuditLog.shadow`). Converted, each record of the chosen event is a case
 with its **recorded** verdict (``block`` when a shadow hook would have blocked, with their
 reasons) and no label. People label some cases (``"label": "allow" | "block"``), then
 

@@ -118,9 +118,9 @@ async def handle(
     rewrite: RewriteMode = DEFAULT_REWRITE_MODE,
 ) -> dict[str, Any] | None:
     """Evaluate one Claude Code hook call; return the JSON to print (``None``: print nothing)."""
-    from judge.audit import AuditLog
     from judge.engine import Engine
     from judge.gate import Gate
+    from judge.logs.audit import AuditLog
     from judge.state import Store
 
     event = hook_input.config_event

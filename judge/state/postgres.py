@@ -145,7 +145,7 @@ class PostgresStore:
         self.down = False
 
     def connection(self) -> AbstractContextManager[Conn]:
-        """A connection for other tables of this database (:mod:`judge.log_table_postgres`):
+        """A connection for other tables of this database (:mod:`judge.logs.table_postgres`):
         the current Stop round's, else a pooled one in autocommit mode; errors become
         :class:`StateUnavailable`."""
         return self._conn()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.audit import append_jsonl
+from judge.logs.jsonl import append_jsonl
 from judge.state import Store
 from tests.security.sandbox_probe import (
     MODES,

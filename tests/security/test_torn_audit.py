@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from judge import audit
-from judge.audit import AUDIT_LOG, AuditLog, append_jsonl, read_jsonl
+from judge.logs import jsonl
+from judge.logs.audit import AUDIT_LOG, AuditLog
+from judge.logs.jsonl import append_jsonl, read_jsonl
 
 RECORD_BYTES = 64 << 20
 
@@ -27,7 +28,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from judge.audit import append_jsonl
+    from judge.logs.jsonl import append_jsonl
     record = {"tool_result": "x" * int(sys.argv[2])}
     print("ready", flush=True)
     append_jsonl(Path(sys.argv[1]), record)
@@ -95,7 +96,7 @@ def test_readers_skip_a_torn_last_line_and_the_writer_starts_a_new_line(tmp_path
 
 
 def test_a_line_over_the_record_limit_is_skipped_with_a_warning(tmp_path, caplog, monkeypatch):
-    monkeypatch.setattr(audit, "MAX_RECORD_BYTES", 1000)
+    monkeypatch.setattr(jsonl, "MAX_RECORD_BYTES", 1000)
     path = tmp_path / AUDIT_LOG
     huge = b'{"n": 2, "x": "' + b"a" * 5_000_000 + b'"}\n'  # read in bounded pieces, not whole
     path.write_bytes(b'{"n": 1}\n' + huge + b'{"n": 3}\n' + b"b" * 3000)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from judge.errors import StateUnavailable
-from judge.log_table import LogTable
+from judge.logs.table import LogTable
 
 #: Seconds between writes.
 INTERVAL = 0.2

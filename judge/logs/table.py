@@ -5,7 +5,7 @@ With ``judge serve --state postgresql://...`` the logs default to the database
 verdicts and live-view decisions into one table, so ``GET /ui`` on any replica shows the
 whole fleet and ``judge logs`` exports any of them as the JSONL the files would hold.
 Without a database (``--logs files``) each replica writes the files of its ``--data-dir``
-(:mod:`judge.audit`, :mod:`judge.decision_log`).
+(:mod:`judge.logs.audit`, :mod:`judge.logs.decisions`).
 
 A log is named by its file's stem (:data:`KINDS`); a record is the same JSON object in
 either place.

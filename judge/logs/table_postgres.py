@@ -4,7 +4,7 @@ One row per record: its log (``kind``), when it was written, its session (for qu
 and the record itself as ``JSON`` (kept as written). Rows written during a Stop round go
 in with the round's transaction, so a session's count and its summary commit together.
 
-The live-view log (``decisions``, written in batches by :mod:`judge.log_buffer`) is
+The live-view log (``decisions``, written in batches by :mod:`judge.logs.buffer`) is
 pruned as it grows: every :data:`PRUNE_EVERY`-th decision deletes the decisions older
 than :data:`DECISIONS_KEPT`. The audit logs are the record and are never deleted by
 judge (see docs/deployment.md for retention).
@@ -16,7 +16,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from judge.log_table import PAGE, session_of
+from judge.logs.table import PAGE, session_of
 from judge.state.postgres import PostgresStore
 
 #: The live view's log keeps this much history in the database.

@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from judge.audit import now_iso
 from judge.decision import Decision
+from judge.logs.jsonl import now_iso
 
 DECISIONS_LOG = "decisions.jsonl"
 ROTATE_BYTES = 32 * 1024 * 1024
@@ -118,7 +118,7 @@ def records_before(data_dir: Path) -> int:
 def _rotate(path: Path) -> None:
     """Move the log to ``.1`` (dropping the old ``.1``), counting the records dropped as
     ``judge logs`` counts them. Runs under the log's lock."""
-    from judge.audit import read_jsonl
+    from judge.logs.jsonl import read_jsonl
 
     rotated = path.with_name(DECISIONS_LOG + ".1")
     before = records_before(path.parent)
