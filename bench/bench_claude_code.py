@@ -179,7 +179,7 @@ def session_lines(target_bytes: int) -> list[str]:
 
 
 def incremental_rows(mb: float, folder: Path) -> tuple[list[tuple[str, float, float]], float]:
-    from judge.integrations.claude_code_render_cache import rendered_transcript
+    from judge.transcripts.render_cache import rendered_transcript
 
     src = folder / "session.jsonl"
     lines = session_lines(int(mb * 1024 * 1024))

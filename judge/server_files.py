@@ -141,7 +141,7 @@ def remove_private(path: Path) -> None:
 
     Synchronous and quick (a few unlinks), so a request can call it in ``finally`` even
     while it is being cancelled. A render still running in a thread can only write into
-    the private folder (:data:`~judge.transcripts.PRIVATE_PREFIX`), so once the folder is
+    the private folder (:data:`~judge.transcripts.prepared.PRIVATE_PREFIX`), so once the folder is
     gone, no copy can appear later.
     """
     if not path.parent.name.startswith(PRIVATE_PREFIX):

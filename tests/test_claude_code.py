@@ -16,8 +16,8 @@ from judge.cli import main as cli_main
 from judge.config import config_from_data
 from judge.decision import PromptRequest, PromptVerdict
 from judge.integrations.claude_code import ClaudeCodeInput, build_context, handle, parse_input
-from judge.integrations.claude_code_transcript import last_assistant_text, render_claude_code_lines
 from judge.state import Store
+from judge.transcripts.claude_code import last_assistant_text, render_claude_code_lines
 
 
 def run_adapter(

@@ -110,8 +110,8 @@ async def test_an_unreadable_transcript_is_told_with_the_reason(
 ) -> None:
     import contextlib
 
-    import judge.integrations.claude_code_render_cache as render_cache
-    from judge.integrations.claude_code_render_cache import RenderError
+    import judge.transcripts.render_cache as render_cache
+    from judge.transcripts.render_cache import RenderError
 
     @contextlib.contextmanager
     def unreadable(source: Path | None, cache_dir: Path | None, cancel: Any) -> Iterator[tuple[None, None]]:

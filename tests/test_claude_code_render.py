@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from judge.integrations.claude_code_transcript import (
+from judge.transcripts.claude_code import (
     TOOL_RESULT_HEAD_LINES,
     TOOL_RESULT_TAIL_LINES,
     ClaudeCodeRenderer,
@@ -112,7 +112,7 @@ def test_summary_of_another_session_is_labelled_and_one_of_this_session_is_not()
 
 
 def test_only_recent_tool_calls_are_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from judge.integrations import claude_code_transcript
+    from judge.transcripts import claude_code as claude_code_transcript
 
     monkeypatch.setattr(claude_code_transcript, "MAX_REMEMBERED_TOOL_CALLS", 2)
     renderer = ClaudeCodeRenderer()

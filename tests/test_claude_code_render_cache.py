@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from judge.integrations import claude_code_render_cache as cache
-from judge.integrations.claude_code_render_cache import rendered_transcript
-from judge.integrations.claude_code_transcript import ClaudeCodeRenderer, render_claude_code_lines
+from judge.transcripts import render_cache as cache
+from judge.transcripts.claude_code import ClaudeCodeRenderer, render_claude_code_lines
+from judge.transcripts.render_cache import rendered_transcript
 
 
 def line(i: int) -> str:

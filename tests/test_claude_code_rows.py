@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from judge.integrations.claude_code_render_cache import rendered_transcript
-from judge.integrations.claude_code_transcript import ClaudeCodeRenderer, render_claude_code_lines
+from judge.transcripts.claude_code import ClaudeCodeRenderer, render_claude_code_lines
+from judge.transcripts.render_cache import rendered_transcript
 
 LABEL = "NOT FROM THE USER (no row of the conversation follows this turn"
 NO_ID = "NOT FROM THE USER (a row without the id Claude Code gives every row"

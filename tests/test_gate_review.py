@@ -117,7 +117,7 @@ async def test_transcript_is_used_when_execution_summary_is_empty(tmp_path: Path
 
 
 def test_claude_code_transcript_line_with_a_non_string_type_is_skipped() -> None:
-    from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
+    from judge.transcripts.claude_code import ClaudeCodeRenderer
 
     renderer = ClaudeCodeRenderer()
     for odd in ('{"type": ["user"]}', '{"type": {"k": 1}}'):

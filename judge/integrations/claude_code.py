@@ -83,9 +83,9 @@ from judge.integrations.claude_code_protocol import (
     RewriteMode,
     parse_input,
 )
-from judge.integrations.claude_code_render_cache import RenderError, rendering
 from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
 from judge.llm.providers.features_memo import remembering
+from judge.transcripts.render_cache import RenderError, rendering
 
 __all__ = [
     "PREFIX",

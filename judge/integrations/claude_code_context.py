@@ -1,7 +1,7 @@
 """Claude Code's hook input → judge's hook context, and the transcript it points at.
 
 * The JSONL session log is rendered by
-  :func:`judge.integrations.claude_code_render_cache.rendered_transcript`.
+  :func:`judge.transcripts.render_cache.rendered_transcript`.
 * :func:`build_context` maps the input fields; ``PostToolUseFailure`` becomes a PostToolUse
   context with ``tool_succeeded: false`` and the error as the result.
 * A SubagentStop of Claude Code before 2.0.42 carries neither ``last_assistant_message``

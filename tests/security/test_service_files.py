@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from judge import transcripts
 from judge.config import config_from_data
 from judge.decision import PromptRequest, PromptVerdict
 from judge.server_app import ServerSettings, create_app
 from judge.server_bodies import ApiError
 from judge.server_files import confine_path, open_confined
+from judge.transcripts import formats, prepared
 from tests.test_security import _call
 
 pytestmark = pytest.mark.timeout(60)
@@ -58,15 +58,15 @@ class LateRender:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.release = threading.Event()
         self.done = threading.Event()
-        original = transcripts.render_lines
+        original = formats.render_lines
 
-        def paused(source: Path, fmt: transcripts.Format | None = None) -> Iterator[str]:
+        def paused(source: Path, fmt: formats.Format | None = None) -> Iterator[str]:
             for index, line in enumerate(original(source, fmt)):
                 if index == 1:
                     self.release.wait(30)
                 yield line
 
-        monkeypatch.setattr(transcripts, "render_lines", paused)
+        monkeypatch.setattr(prepared, "render_lines", paused)
 
     async def evaluate(self, request: PromptRequest) -> PromptVerdict:
         path = request.transcript_path
@@ -74,7 +74,7 @@ class LateRender:
         def render() -> None:
             try:
                 assert path is not None
-                transcripts.prepare_transcript(path)
+                prepared.prepare_transcript(path)
             except OSError:
                 pass  # the private folder is gone: the late render has nowhere to write
             finally:

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.files import open_regular
-from judge.integrations.claude_code_transcript import ClaudeCodeRenderer
-from judge.transcripts import MAX_LINE_BYTES
+from judge.transcripts.claude_code import ClaudeCodeRenderer
+from judge.transcripts.formats import MAX_LINE_BYTES
 
 #: Cache entries kept at most (the least recently used beyond this are removed).
 MAX_ENTRIES = 32

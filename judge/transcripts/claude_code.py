@@ -15,10 +15,10 @@ a hook's reason Claude Code relays to the agent (its blocking-error attachment r
 it is not shown twice), a background task's notification, a subagent's task from its
 parent agent; ``summary`` lines before the first message (of other sessions) too. A user
 turn no later row follows was written by something other than Claude Code, and says so
-(:mod:`~judge.integrations.claude_code_rows`).
+(:mod:`~judge.transcripts.forged_rows`).
 
 The renderer's state is plain data (:meth:`ClaudeCodeRenderer.state`), so a later Stop goes
-on where an earlier one stopped (:mod:`judge.integrations.claude_code_render_cache`).
+on where an earlier one stopped (:mod:`judge.transcripts.render_cache`).
 """
 
 from __future__ import annotations
@@ -27,9 +27,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from judge.integrations.claude_code_rows import RowCheck, beside_forged_label
-from judge.integrations.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
-from judge.integrations.claude_code_text import (
+from judge.transcripts.claude_code_text import MAX_LINE_CHARS as MAX_LINE_CHARS
+from judge.transcripts.claude_code_text import (
     NOISE_ATTACHMENTS,
     block_text,
     clip,
@@ -39,6 +38,7 @@ from judge.integrations.claude_code_text import (
     system_lines,
     user_label,
 )
+from judge.transcripts.forged_rows import RowCheck, beside_forged_label
 
 #: Lines kept from the start of one tool result.
 TOOL_RESULT_HEAD_LINES = 15
