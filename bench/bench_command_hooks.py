@@ -6,7 +6,7 @@ One command hook (``true``, the context on stdin, output captured) run ``--n`` t
 row, median wall time and mean CPU of the child processes (user + system, from
 ``RUSAGE_CHILDREN``) per hook, for: the baseline, a bare ``bash -c true`` with the same
 pipes (what a command hook cost before the per-hook supervisor), and
-:func:`judge.commands.run_command_hook` with and without a PID namespace.
+:func:`judge.hooks.command.run_command_hook` with and without a PID namespace.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import machine, table
 
-from judge.commands import run_command_hook
 from judge.config import Hook
+from judge.hooks.command import run_command_hook
 
 HOOK = Hook.model_validate({"type": "command", "command": "true"})
 

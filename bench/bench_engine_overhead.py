@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ModelServer, children_cpu, machine, table
 
 from judge.config import config_from_data
-from judge.engine import Engine
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
 from judge.llm.providers.base import VERDICT_SCHEMA
 from judge.logs.audit import AuditLog
 from judge.state import Store

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from judge.cli import build_parser
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
 from judge.evaluation.cli import eval_main
 from judge.evaluation.runner import ResultsWriter, run_cases
 from judge.evaluation.suite import Case
+from judge.hooks.judging import PromptRequest, PromptVerdict
 
 SERVER = """
 import sys, time

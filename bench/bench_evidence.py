@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import ROOT, table
 
 from judge.config import Config, HookSet
-from judge.decision import PromptRequest
 from judge.evaluation import compute_report, load_suite, run_cases
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
 from judge.llm.providers.fake import fake_provider

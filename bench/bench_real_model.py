@@ -43,10 +43,10 @@ from typing import Any
 
 import yaml
 
-from judge.decision import PromptRequest
 from judge.evaluation.cli import eval_main
 from judge.evaluation.metrics import compute_report, wilson_interval
 from judge.evaluation.runner import read_results
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 
 ROOT = Path(__file__).resolve().parents[1]

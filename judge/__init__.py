@@ -22,10 +22,11 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from judge.config import Config, Hook, config_from_data, load_config
     from judge.context import parse_context
-    from judge.decision import Decision, HookOutcome, PromptJudge, PromptRequest, PromptVerdict, Usage
-    from judge.engine import Engine
+    from judge.decision import Decision, HookOutcome, Usage
     from judge.errors import ConfigError, ContextError, HookError, JudgeError, StateUnavailable
-    from judge.gate import Gate
+    from judge.hooks.engine import Engine
+    from judge.hooks.gate import Gate
+    from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
     from judge.integrations.dispatcher import SessionFacts, wrap_dispatcher
     from judge.integrations.stop_gate import StopGate, StopVerdict
     from judge.llm import LLMJudge
@@ -37,15 +38,15 @@ if TYPE_CHECKING:
 #: Public name -> the module that defines it (imported on first use).
 _LAZY = {
     # the hook engine and the gate around it
-    "Engine": "judge.engine",
-    "Gate": "judge.gate",
+    "Engine": "judge.hooks.engine",
+    "Gate": "judge.hooks.gate",
     # what the gate answers, and the seam to a prompt judge
     "Decision": "judge.decision",
     "HookOutcome": "judge.decision",
     "Usage": "judge.decision",
-    "PromptJudge": "judge.decision",
-    "PromptRequest": "judge.decision",
-    "PromptVerdict": "judge.decision",
+    "PromptJudge": "judge.hooks.judging",
+    "PromptRequest": "judge.hooks.judging",
+    "PromptVerdict": "judge.hooks.judging",
     "parse_context": "judge.context",
     # the LLM judge
     "LLMJudge": "judge.llm",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judge.decision import CascadeStage
 
 
 class JudgeError(Exception):
@@ -43,3 +46,11 @@ class StateUnavailable(JudgeError, OSError):
 
     The service answers hook requests that needed it per the hooks' ``failMode``.
     """
+
+
+class CascadeError(HookError):
+    """Every stage of a cascade failed; ``stages`` says how."""
+
+    def __init__(self, message: str, stages: list[CascadeStage], model: str | None = None) -> None:
+        super().__init__(message, model)
+        self.stages = stages

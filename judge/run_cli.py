@@ -80,8 +80,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     import sqlite3
 
     from judge.config import EVENTS, load_config
-    from judge.engine import Engine
-    from judge.gate import Gate
+    from judge.hooks.engine import Engine
+    from judge.hooks.gate import Gate
     from judge.llm.providers.features_memo import remembering
     from judge.logs.audit import AuditLog
     from judge.state import open_store

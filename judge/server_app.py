@@ -41,7 +41,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge.config import Config, load_config
-from judge.decision import PromptJudge
+from judge.hooks.judging import PromptJudge
 from judge.logs.jsonl import now_iso
 from judge.server_bodies import (
     DEFAULT_MAX_BODY,

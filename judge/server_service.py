@@ -17,10 +17,10 @@ from starlette.responses import Response
 
 from judge.config import EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
-from judge.decision import PromptJudge
-from judge.engine import Engine, default_judge
 from judge.errors import ConfigError, ContextError, StateUnavailable
-from judge.gate import Gate
+from judge.hooks.engine import Engine, default_judge
+from judge.hooks.gate import Gate, fail_mode_decision
+from judge.hooks.judging import PromptJudge
 from judge.logs.audit import AuditLog
 from judge.logs.buffer import BufferedLog
 from judge.logs.decisions import append_decision, read_recent, record_of, summarize
@@ -41,7 +41,7 @@ from judge.server_files import (
 )
 from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
 from judge.server_metrics import GateMetrics
-from judge.server_state import RECENT_ROWS, STATE_DB, fail_mode_decision, open_log_table, open_service_store
+from judge.server_state import RECENT_ROWS, STATE_DB, open_log_table, open_service_store
 from judge.state.session_lock import SessionBusy
 
 __all__ = ["STATE_DB", "ServerSettings", "Service"]

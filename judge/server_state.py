@@ -1,20 +1,18 @@
-"""The service's state store and what a hook request gets when the store fails.
+"""The service's state store and log table.
 
 ``--state`` names the store (a ``postgresql://`` URL or a SQLite file); without it the
 SQLite file ``state.sqlite3`` of the data dir. When the store cannot be used in the middle
 of a hook request (the database went down, the pool ran dry, another replica held the
 session's Stop round for longer than the wait), the request is answered per the selected
-hooks' ``failMode`` — the same rule as any other hook error — never with a 500.
+hooks' ``failMode`` (:func:`judge.hooks.gate.fail_mode_decision`) — the same rule as any
+other hook error — never with a 500.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
-from judge.config import STOP_EVENTS
-from judge.decision import Decision, HookOutcome
-from judge.engine import Engine
 from judge.errors import StateUnavailable
 from judge.logs.table import LogTable
 from judge.state import StateStore, open_store
@@ -51,32 +49,3 @@ def open_log_table(logs: str, store: StateStore) -> LogTable | None:
     from judge.state.postgres import PostgresStore
 
     return PostgresLogTable(cast(PostgresStore, store))
-
-
-def fail_mode_decision(engine: Engine, event: str, context: dict[str, Any], problem: str) -> Decision:
-    """Every selected hook failed with ``problem``; each applies its ``failMode``."""
-    outcomes = []
-    for level, index, hook in engine.selected_hooks(event, context):
-        blocks = hook.fail_mode_for(event) == "block"
-        outcomes.append(
-            HookOutcome(
-                level="agent" if level == "agent" else "custom",
-                index=index,
-                type=hook.type,
-                decision="block" if blocks else "allow",
-                reason=f"Hook error: {problem}" if blocks else None,
-                error=problem,
-                mode="shadow" if hook.mode == "shadow" else None,
-            )
-        )
-    blocking = [o for o in outcomes if o.effective and o.decision == "block"]
-    if not blocking:
-        return Decision(event=event, decision="allow", hooks=outcomes)
-    count = context.get("stop_rejection_count") if event in STOP_EVENTS else 0
-    return Decision(
-        event=event,
-        decision="block",
-        reason=f"Hook error: {problem}",
-        rejectionCount=count if isinstance(count, int) and count >= 0 else 0,
-        hooks=outcomes,
-    )

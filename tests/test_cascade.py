@@ -12,10 +12,11 @@ import pytest
 
 from judge.cli import main as cli_main
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict, Usage
-from judge.engine import Engine
+from judge.decision import Usage
 from judge.errors import ConfigError, HookError
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.state import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pytest
 
 from judge.cli import main as cli_main
 from judge.config import config_from_data
-from judge.engine import Engine
+from judge.hooks.engine import Engine
 from judge.llm import LLMJudge
 from judge.testing import LLMServer, Reply, fail, hang, verdict
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from judge.decision import answer_from_object
+from judge.hooks.answers import answer_from_object
 from judge.integrations.claude_code_output import ASK_REASON
 from tests.test_claude_code_fail_closed import claude_code, denied
 

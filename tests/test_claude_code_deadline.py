@@ -239,8 +239,8 @@ async def test_cancelling_while_a_hook_starts_kills_its_group(marker: int) -> No
     """
     import asyncio
 
-    from judge.commands import run_command_hook
     from judge.config import Hook
+    from judge.hooks.command import run_command_hook
 
     hook = Hook(type="command", command=HANGING.format(marker=marker), timeout=60)
     for _ in range(10):

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations.claude_code import ClaudeCodeInput, handle
 from tests.test_claude_code_fail_closed import claude_code
 

@@ -16,7 +16,7 @@ from judge.integrations.claude_code_fast import index_path
 # Runs the real entry point and reports which heavy modules it imported.
 PROBE = (
     "import sys; from judge.cli import main; code = main(sys.argv[1:]); "
-    "heavy = sorted(m for m in ('pydantic', 'yaml', 'judge.config', 'judge.engine', 'asyncio') "
+    "heavy = sorted(m for m in ('pydantic', 'yaml', 'judge.config', 'judge.hooks.engine', 'asyncio') "
     "if m in sys.modules); print('HEAVY=' + ','.join(heavy), file=sys.stderr); sys.exit(code)"
 )
 

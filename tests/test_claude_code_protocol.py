@@ -380,7 +380,7 @@ class Recording:
         self.final: list[str] = []
 
     async def evaluate(self, request: Any) -> Any:
-        from judge.decision import PromptVerdict
+        from judge.hooks.judging import PromptVerdict
 
         self.final.append(request.context["final_output"])
         return PromptVerdict(ok=True, model="scripted")

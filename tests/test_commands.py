@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from judge.commands import OUTPUT_CAP, run_command_hook
 from judge.config import Hook, config_from_data
-from judge.engine import Engine
 from judge.errors import HookError
+from judge.hooks.command import OUTPUT_CAP, run_command_hook
+from judge.hooks.engine import Engine
 from tests.security.sandbox_probe import pids_with, token
 
 SECRETS = {

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict, Usage
-from judge.engine import Engine
+from judge.decision import Usage
 from judge.errors import ConfigError
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.pricing import BUILTIN_PRICES, PRICES_ENV, Price, cost_usd, price_for, price_table
 from judge.state import Store
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.commands import ENV_ALLOWLIST, run_command_hook
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
-from judge.engine import Engine
 from judge.errors import HookError
 from judge.evaluation.cli import CACHE_NAME
+from judge.hooks.command import ENV_ALLOWLIST, run_command_hook
+from judge.hooks.engine import Engine
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations import SessionFacts, StopGate
 from judge.state import Store
 from tests.test_claude_code import run_adapter, stop_payload

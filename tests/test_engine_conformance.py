@@ -23,10 +23,11 @@ from typing import Any
 import pytest
 
 from judge.config import Hook, config_from_data
-from judge.decision import Decision, PromptRequest, PromptVerdict, Usage
-from judge.engine import Engine, NoModelJudge
+from judge.decision import Decision, Usage
 from judge.errors import ContextError, HookError
-from judge.gate import Gate
+from judge.hooks.engine import Engine, NoModelJudge
+from judge.hooks.gate import Gate
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.logs.audit import SESSION_SUMMARIES, AuditLog
 from judge.state import Store
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from judge import commands
-from judge.commands import run_command_hook
 from judge.config import Hook, config_from_data
-from judge.engine import Engine
 from judge.errors import HookError
+from judge.hooks import command as commands
+from judge.hooks.command import run_command_hook
+from judge.hooks.engine import Engine
 from judge.integrations import SessionFacts, StopGate
 from judge.integrations.stop_gate import render_messages
 from judge.llm import LLMJudge

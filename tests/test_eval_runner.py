@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict, Usage
+from judge.decision import Usage
 from judge.errors import HookError
 from judge.evaluation.cache import CachingJudge, JudgementCache, cache_key
 from judge.evaluation.runner import CaseResult, ResultsWriter, read_results, repair_results, run_cases
 from judge.evaluation.suite import Case
+from judge.hooks.judging import PromptRequest, PromptVerdict
 
 PROMPT_CONFIG: dict[str, Any] = {
     "hooks": {"Stop": [{"type": "prompt", "prompt": "Is it complete? $ARGUMENTS", "model": "fake:allow"}]}

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from judge.cli import build_parser
-from judge.decision import PromptRequest, PromptVerdict
 from judge.evaluation.cli import eval_main
 from judge.evaluation.metrics import stable_view
 from judge.evaluation.runner import read_results
 from judge.evaluation.workers import MIN_JOBS_PER_WORKER, available_cpus, choose_workers
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.testing import LLMServer, verdict
 from tests.test_eval_runner import ScriptedJudge, labelled_rows, write_suite
 

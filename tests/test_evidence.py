@@ -16,7 +16,7 @@ import yaml
 from judge.cli import main as cli_main
 from judge.config import config_from_data
 from judge.decision import Citation
-from judge.engine import Engine
+from judge.hooks.engine import Engine
 from judge.llm import LLMJudge
 from judge.llm.evidence import (
     MAX_CITATIONS,

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.evidence import MAX_CITATIONS, MAX_QUOTE_CHARS
 from judge.testing import LLMServer, call, say, verdict

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
-from judge.engine import Engine
 from judge.errors import ContextError
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.state import Store
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.commands import run_command_hook
 from judge.config import Hook, config_from_data, load_config
 from judge.errors import ConfigError, HookError
+from judge.hooks.command import run_command_hook
 
 
 def hook(text: str, **options: object) -> Hook:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
-from judge.engine import Engine
 from judge.errors import HookError
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations import SessionFacts, StopGate, wrap_dispatcher
 from judge.state import Store
 

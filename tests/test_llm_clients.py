@@ -10,8 +10,8 @@ import socket
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.providers import leased_provider
 from judge.llm.providers.pool import PER_CLIENT, client_count, close_clients

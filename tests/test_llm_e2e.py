@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.loop import REPAIR_PROMPT
 from judge.testing import LLMServer, call, calls, fail, hang, say, verdict

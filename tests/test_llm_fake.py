@@ -5,8 +5,8 @@ import json
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.providers.fake import FakeProvider
 

@@ -16,7 +16,7 @@ from typing import Any, get_args
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.providers.features import Feature, Features
 from judge.llm.providers.features_memo import (

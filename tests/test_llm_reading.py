@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.reading import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.llm.tools import TranscriptTools

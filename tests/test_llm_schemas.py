@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.providers.schemas import DEFAULT_REASON_CHARS, LIMITED_CITATIONS, local_server, reason_limit
 from judge.llm.text_tools import RESULTS_HEADER

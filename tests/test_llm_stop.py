@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.providers.base import Message
 from judge.llm.providers.features import STOP_SEQUENCES

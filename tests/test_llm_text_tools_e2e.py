@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
 from judge.llm.reading import DECIDE

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.providers.base import ConnectionFailure
 from judge.llm.providers.failures import transport_failure

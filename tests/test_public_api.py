@@ -75,7 +75,7 @@ def test_the_exception_tree_is_rooted_in_judge_error() -> None:
 def test_import_judge_loads_none_of_the_heavy_modules() -> None:
     code = (
         "import sys, judge; "
-        "heavy = ('pydantic', 'jinja2', 'openai', 'anthropic', 'judge.engine'); "
+        "heavy = ('pydantic', 'jinja2', 'openai', 'anthropic', 'judge.hooks.engine'); "
         "heavy = [m for m in heavy if m in sys.modules]; "
         "print(heavy)"
     )

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from judge.config import load_config
-from judge.decision import PromptRequest
+from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 
 SUITE = Path(__file__).resolve().parents[1] / "evals" / "realmodel"

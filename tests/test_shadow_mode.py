@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import config_from_data
-from judge.engine import Engine
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
 from judge.logs.audit import AUDIT_LOG, SESSION_SUMMARIES, AuditLog
 from judge.logs.decisions import DECISIONS_LOG, append_decision, record_of
 from judge.state import Store

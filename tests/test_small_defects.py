@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
-from judge.engine import Engine
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.metrics import compute_report
 from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case
+from judge.hooks.engine import Engine
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations import wrap_dispatcher
 from judge.tuning.measure import hook_verdict
 from judge.tuning.stats import mcnemar_exact

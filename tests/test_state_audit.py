@@ -203,8 +203,8 @@ def test_an_audit_record_the_state_database_cannot_take_is_not_dropped_in_silenc
     import asyncio
 
     from judge.config import config_from_data
-    from judge.engine import Engine
-    from judge.gate import Gate
+    from judge.hooks.engine import Engine
+    from judge.hooks.gate import Gate
 
     class DownAudit(AuditLog):
         def record(self, *args: object, **kwargs: object) -> None:

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judge import sandbox
+from judge.hooks import sandbox
 
 #: Events a configuration may define hooks for. ``SubagentStop`` follows the Stop rules.
 EVENTS: tuple[str, ...] = ("Stop", "SubagentStop", "PostToolUse", "PreToolUse")

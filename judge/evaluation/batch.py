@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from judge.decision import PromptJudge
-from judge.engine import default_judge
 from judge.errors import HookError
 from judge.evaluation.batch_answers import AnsweredFirstJudge, BatchAnswerJudge, keep_answers
 from judge.evaluation.batch_requests import (
@@ -67,6 +65,8 @@ from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
 from judge.evaluation.runner import CaseResult, pairs, run_suite
 from judge.evaluation.suite import Suite
+from judge.hooks.engine import default_judge
+from judge.hooks.judging import PromptJudge
 from judge.llm.providers.clients import api_settings
 from judge.llm.tiers import BASE_URL_VARS
 from judge.logs.jsonl import now_iso

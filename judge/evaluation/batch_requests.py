@@ -29,13 +29,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from judge.context import context_json, parse_context
-from judge.decision import PromptRequest, PromptVerdict
-from judge.engine import Engine
 from judge.errors import HookError
 from judge.evaluation.batch_status import BatchSetupError
 from judge.evaluation.cache import cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
+from judge.hooks.engine import Engine
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.llm.loop import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
 from judge.llm.prompts import judged_context, render_prompt
 from judge.llm.providers.base import Message, SDKProvider, without_surrogates

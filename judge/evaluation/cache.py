@@ -29,9 +29,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from judge.decision import PromptJudge, PromptRequest, PromptVerdict
 from judge.errors import HookError
 from judge.files import open_regular
+from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 from judge.state.migrations import SQLITE_CACHE, migrate_sqlite
 
 #: The cache file's default name, next to the output folder of ``judge eval``.

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.decision import PromptJudge
 from judge.evaluation.batch import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
 from judge.evaluation.batch_state import summary_lines as batch_summary
 from judge.evaluation.bounds import UsageProblem, check_bounds, parse_bounds
@@ -43,6 +42,7 @@ from judge.evaluation.runner import (
 from judge.evaluation.suite import Suite, SuiteError
 from judge.evaluation.variants import VariantProblem, load_variant_suite, plan_variants
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
+from judge.hooks.judging import PromptJudge
 from judge.llm.providers.features_memo import FILE_NAME as MEMO_FILE
 from judge.llm.providers.features_memo import remembering
 from judge.logs.jsonl import now_iso

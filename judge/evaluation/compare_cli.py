@@ -21,7 +21,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from judge.decision import PromptJudge
 from judge.evaluation.bounds import check_bounds, parse_bounds
 from judge.evaluation.cache import CACHE_NAME
 from judge.evaluation.compare_html import write_comparison_html
@@ -30,6 +29,7 @@ from judge.evaluation.metrics import compute_metrics, rounded
 from judge.evaluation.runner import CaseResult, order_results, pairs, read_results
 from judge.evaluation.suite import Suite, SuiteError
 from judge.evaluation.variants import Variant, load_variant_suite
+from judge.hooks.judging import PromptJudge
 
 
 def _err(message: str) -> None:

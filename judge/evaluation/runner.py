@@ -25,12 +25,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.config import Config
-from judge.decision import CascadeStage, PromptJudge, PromptRequest, PromptVerdict, Usage
-from judge.engine import Engine, default_judge
+from judge.decision import CascadeStage, Usage
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
 from judge.evaluation.suite import Case, Suite, resolve_path
+from judge.hooks.engine import Engine, default_judge
+from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 
 DEFAULT_CONCURRENCY = 16
 

@@ -40,10 +40,10 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from judge.decision import PromptJudge
 from judge.evaluation.progress import Progress
 from judge.evaluation.runner import CaseResult, run_suite
 from judge.evaluation.suite import Suite
+from judge.hooks.judging import PromptJudge
 
 #: Fewest (case, repeat) pairs per worker when the number of workers is chosen automatically.
 MIN_JOBS_PER_WORKER = 50

@@ -3,7 +3,7 @@
 Claude Code runs the command with the hook input JSON on stdin and reads the answer from
 stdout. This module maps that input to judge's hook context
 (:mod:`~judge.integrations.claude_code_context`), evaluates it with
-:class:`judge.gate.Gate`, and prints Claude Code's output format
+:class:`judge.hooks.gate.Gate`, and prints Claude Code's output format
 (:mod:`~judge.integrations.claude_code_output`).
 
 The process always exits 0: Claude Code only reads the JSON answer reliably on exit 0, so
@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS, Config
-from judge.decision import PromptJudge
 from judge.errors import ConfigError, ContextError
+from judge.hooks.judging import PromptJudge
 from judge.integrations.claude_code_config import session_configuration, start_session
 from judge.integrations.claude_code_context import (
     SubagentOutputMissing,
@@ -118,8 +118,8 @@ async def handle(
     rewrite: RewriteMode = DEFAULT_REWRITE_MODE,
 ) -> dict[str, Any] | None:
     """Evaluate one Claude Code hook call; return the JSON to print (``None``: print nothing)."""
-    from judge.engine import Engine
-    from judge.gate import Gate
+    from judge.hooks.engine import Engine
+    from judge.hooks.gate import Gate
     from judge.logs.audit import AuditLog
     from judge.state import Store
 

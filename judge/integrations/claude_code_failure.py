@@ -41,7 +41,7 @@ PREFIX = "judge claude-code"
 
 def selected_hooks(config: Config, hook_input: ClaudeCodeInput) -> list[tuple[str, int, Hook]]:
     """The judge hooks this input selects (by event, agent and tool name)."""
-    from judge.engine import Engine
+    from judge.hooks.engine import Engine
 
     return Engine(config).selected_hooks(hook_input.config_event, probe_context(hook_input))
 

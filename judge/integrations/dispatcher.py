@@ -37,8 +37,8 @@ from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
 from judge.decision import Decision
-from judge.engine import Engine
-from judge.gate import Gate
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate
 
 log = logging.getLogger("judge.integrations")
 
@@ -307,8 +307,8 @@ def wrap_dispatcher(
     """Wrap ``call_tool`` (sync or ``async``) with the PreToolUse/PostToolUse hooks.
 
     ``call_tool`` is the *saved original*: it is held by reference and called exactly once
-    per allowed tool call. Pass a :class:`judge.gate.Gate` to keep audit logs; an
-    :class:`judge.engine.Engine` is wrapped in a plain gate.
+    per allowed tool call. Pass a :class:`judge.hooks.gate.Gate` to keep audit logs; an
+    :class:`judge.hooks.engine.Engine` is wrapped in a plain gate.
     """
     if not callable(call_tool):
         raise TypeError(f"call_tool must be callable, got {type(call_tool).__name__}")

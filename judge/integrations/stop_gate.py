@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judge.decision import Decision
-from judge.engine import Engine
-from judge.gate import Gate, count_key
+from judge.hooks.engine import Engine
+from judge.hooks.gate import Gate, count_key
 from judge.integrations.dispatcher import SessionFacts, log_problems, run_sync
 from judge.state import Store
 

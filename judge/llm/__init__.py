@@ -2,7 +2,7 @@
 
 ``LLMJudge().evaluate(request)`` renders the hook's prompt, resolves its model tier to a
 provider, binds ReadFile/GrepSearch to the rendered transcript, runs the tool loop and
-returns a :class:`~judge.decision.PromptVerdict`. Every failure is a
+returns a :class:`~judge.hooks.judging.PromptVerdict`. Every failure is a
 :class:`~judge.errors.HookError` (the engine applies the hook's ``failMode``).
 """
 
@@ -17,9 +17,10 @@ from concurrent.futures import Executor
 from typing import Any
 
 from judge.config import STOP_EVENTS
-from judge.decision import PromptRequest, PromptVerdict, Usage
+from judge.decision import Usage
 from judge.errors import HookError
 from judge.files import NotARegularFile
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.llm.evidence import EvidenceCheck
 from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
 from judge.llm.prompts import judged_context, render_prompt

@@ -4,14 +4,14 @@
 judgement there. Anything else - a rejection (with or without a reason), a hook error,
 a timeout, an answer that is not a verdict - goes to the next stage, whose verdict
 confirms or overrides it. The last stage's verdict is the hook's; when the last stage
-fails too, the hook fails (:class:`~judge.decision.CascadeError`) and its failMode
+fails too, the hook fails (:class:`~judge.errors.CascadeError`) and its failMode
 applies.
 
 Time: the hook's ``timeout`` covers the whole cascade. A stage that is not the last may
 use at most half of the time still left, so a stalled cheap model always leaves the
 stronger one time to answer.
 
-Each stage is judged by the wrapped :class:`~judge.decision.PromptJudge` as a hook with
+Each stage is judged by the wrapped :class:`~judge.hooks.judging.PromptJudge` as a hook with
 that single model, so caches, fake models and providers work per stage unchanged. The
 verdict carries every stage called (:class:`~judge.decision.CascadeStage`); the engine
 prices them (:func:`judge.pricing.stages_cost`).
@@ -24,8 +24,9 @@ import dataclasses
 import math
 import time
 
-from judge.decision import CascadeError, CascadeStage, PromptJudge, PromptRequest, PromptVerdict, Usage
-from judge.errors import HookError
+from judge.decision import CascadeStage, Usage
+from judge.errors import CascadeError, HookError
+from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 
 
 def _agreed(previous: CascadeStage, stage: CascadeStage) -> bool | None:

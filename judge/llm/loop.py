@@ -28,8 +28,9 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from judge.decision import Citation, PromptVerdict, Usage
+from judge.decision import Citation, Usage
 from judge.errors import HookError
+from judge.hooks.judging import PromptVerdict
 from judge.llm.evidence import EvidenceCheck, reask_message, unverified_error, with_evidence
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
 from judge.llm.reading import ALL_READ, DECIDE, REPEATED, ReadLog

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.decision import answer_from_object
 from judge.errors import HookError
+from judge.hooks.answers import answer_from_object
 from judge.llm.text_tools import scan_json_spans
 from judge.llm.truncated import cut_off_verdict
 

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import Config, Hook, HookSet
-from judge.decision import PromptJudge
 from judge.errors import JudgeError
 from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case
+from judge.hooks.judging import PromptJudge
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
 from judge.llm.tiers import ResolvedModel
 from judge.tuning.budget import Budget

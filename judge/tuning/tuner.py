@@ -23,11 +23,11 @@ from typing import Any
 import yaml
 
 from judge.config import Config, Hook, parse_document
-from judge.decision import PromptJudge
 from judge.errors import JudgeError
 from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
 from judge.files import read_text
+from judge.hooks.judging import PromptJudge
 from judge.tuning.budget import Budget
 from judge.tuning.llm import ProviderLLM, optimizer_llm
 from judge.tuning.measure import (

@@ -20,12 +20,12 @@ from typing import Literal
 from judge.config import STOP_EVENTS, Config, Hook, load_config
 from judge.config.models import EVENTS
 from judge.errors import ConfigError
+from judge.hooks.sandbox import CWD_KEYWORDS
 from judge.integrations.claude_code_protocol import (
     BLOCK_CAP_ENV,
     claude_code_block_cap,
     takes_effect_under_claude_code,
 )
-from judge.sandbox import CWD_KEYWORDS
 from judge.validation.models import cannot_cite, explicit_model_problem, local_timeout_problem, model_problem
 from judge.validation.templates import template_problems
 

@@ -19,10 +19,10 @@ import judge
 
 ROOT = Path(judge.__file__).resolve().parent.parent
 
-#: Runs one command hook with judge.commands and prints the CommandResult as JSON.
+#: Runs one command hook with judge.hooks.command and prints the CommandResult as JSON.
 RUNNER = """
 import asyncio, dataclasses, json, sys
-from judge.commands import run_command_hook
+from judge.hooks.command import run_command_hook
 from judge.config import Hook
 hook = Hook.model_validate(json.loads(sys.argv[1]))
 result = asyncio.run(run_command_hook(hook, "{}", namespaces=sys.argv[2] == "ns"))
@@ -68,7 +68,7 @@ def namespaces_work() -> bool:
     """Whether this kernel lets the supervisor create its namespaces (tried in a fresh
     process, as the supervisor is: a non-dumpable judge may not write its own id maps)."""
     code = (
-        "import os, sys; from judge.sandbox_supervisor import enter_namespaces as e; "
+        "import os, sys; from judge.hooks.supervisor import enter_namespaces as e; "
         "sys.exit(0 if e(os.geteuid() == 0) else 1)"
     )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()}
@@ -104,7 +104,7 @@ def other_user_python() -> list[str] | None:
                 *cmd,
                 "-c",
                 "import subprocess, sys; "
-                "subprocess.run([sys.executable, '-c', 'import judge.commands'], check=True)",
+                "subprocess.run([sys.executable, '-c', 'import judge.hooks.command'], check=True)",
             ],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()},
             capture_output=True,
@@ -141,8 +141,7 @@ def run_judge(
 def user_namespaces_work(python: list[str]) -> bool:
     """Whether ``python`` (another user) may create the supervisor's namespaces."""
     code = (
-        "import sys; from judge.sandbox_supervisor import enter_namespaces as e; "
-        "sys.exit(0 if e(False) else 1)"
+        "import sys; from judge.hooks.supervisor import enter_namespaces as e; sys.exit(0 if e(False) else 1)"
     )
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": python_path()}
     done = subprocess.run(

@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from judge.commands import run_command_hook
 from judge.config import Hook
+from judge.hooks.command import run_command_hook
 from tests.security.sandbox_probe import (
     MODES,
     RUNNER,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from judge.config import config_from_data
-from judge.decision import PromptRequest, PromptVerdict
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.server_app import ServerSettings, create_app
 from judge.server_bodies import ApiError
 from judge.server_files import confine_path, open_confined

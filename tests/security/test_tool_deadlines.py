@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from judge.config import Hook
-from judge.decision import PromptRequest
 from judge.errors import HookError
+from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.reader import MAX_LINE_SCAN_BYTES

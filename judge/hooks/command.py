@@ -1,6 +1,6 @@
 """Command hooks: run a bash command or a script in a sandbox and read its answer.
 
-The sandbox (details in :mod:`judge.sandbox` and :mod:`judge.sandbox_supervisor`): a fresh
+The sandbox (details in :mod:`judge.hooks.sandbox` and :mod:`judge.hooks.supervisor`): a fresh
 private temp dir (removed afterwards) as HOME and, by default, working directory; a scrubbed
 environment (an allowlist plus the names the hook lists); the context JSON on stdin (then
 stdin is closed); stdout/stderr captured up to a cap; a supervisor that kills every
@@ -27,7 +27,7 @@ from typing import Any
 
 from judge.config import Hook
 from judge.errors import HookError
-from judge.sandbox import (
+from judge.hooks.sandbox import (
     ENV_ALLOWLIST,
     HookUser,
     give_to,

@@ -3,7 +3,7 @@
 This is what the CLI, the HTTP service, the Claude Code adapter and the Python
 integration call. It keeps the Stop rejection count per session itself (so a caller
 that does not pass ``stop_rejection_count`` still cannot loop for ever) and writes the
-audit logs; the rules themselves stay in :mod:`judge.engine`.
+audit logs; the rules themselves stay in :mod:`judge.hooks.engine`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 from judge.config import STOP_EVENTS
 from judge.context import StopContext, parse_context
-from judge.decision import Decision
-from judge.engine import Engine
+from judge.decision import Decision, HookOutcome
 from judge.errors import ContextError, StateUnavailable
 from judge.files import storable_text
+from judge.hooks.engine import Engine
 from judge.logs.audit import AuditLog
 from judge.state import StateStore
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS
@@ -162,3 +162,32 @@ class Gate:
                 _log.error("%s", problem)
                 decision = decision.model_copy(update={"notes": [*decision.notes, problem]})
         return decision
+
+
+def fail_mode_decision(engine: Engine, event: str, context: dict[str, Any], problem: str) -> Decision:
+    """Every selected hook failed with ``problem``; each applies its ``failMode``."""
+    outcomes = []
+    for level, index, hook in engine.selected_hooks(event, context):
+        blocks = hook.fail_mode_for(event) == "block"
+        outcomes.append(
+            HookOutcome(
+                level="agent" if level == "agent" else "custom",
+                index=index,
+                type=hook.type,
+                decision="block" if blocks else "allow",
+                reason=f"Hook error: {problem}" if blocks else None,
+                error=problem,
+                mode="shadow" if hook.mode == "shadow" else None,
+            )
+        )
+    blocking = [o for o in outcomes if o.effective and o.decision == "block"]
+    if not blocking:
+        return Decision(event=event, decision="allow", hooks=outcomes)
+    count = context.get("stop_rejection_count") if event in STOP_EVENTS else 0
+    return Decision(
+        event=event,
+        decision="block",
+        reason=f"Hook error: {problem}",
+        rejectionCount=count if isinstance(count, int) and count >= 0 else 0,
+        hooks=outcomes,
+    )

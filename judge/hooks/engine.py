@@ -25,24 +25,13 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from judge.commands import OUTPUT_CAP, run_command_hook
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook
 from judge.context import context_json, parse_context
-from judge.decision import (
-    CascadeError,
-    CascadeStage,
-    Decision,
-    HookAnswer,
-    HookOutcome,
-    PromptJudge,
-    PromptRequest,
-    PromptVerdict,
-    Usage,
-    asked,
-    last_additional_context,
-    parse_hook_output,
-)
-from judge.errors import HookError
+from judge.decision import CascadeStage, Decision, HookOutcome, Usage, asked, last_additional_context
+from judge.errors import CascadeError, HookError
+from judge.hooks.answers import HookAnswer, parse_hook_output
+from judge.hooks.command import OUTPUT_CAP, run_command_hook
+from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 from judge.pricing import Price, cost_usd, price_table, stages_cost
 
 DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"

@@ -1,6 +1,6 @@
 """The command-hook sandbox, judge side: who a hook runs as, where, and with what.
 
-A command hook is started through :mod:`judge.sandbox_supervisor` (a separate small
+A command hook is started through :mod:`judge.hooks.supervisor` (a separate small
 process) that kills every descendant at the deadline and, where the kernel allows, gives
 the hook its own PID namespace. This module decides the rest:
 
@@ -25,8 +25,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import sandbox_supervisor
 from judge.errors import HookError
+from judge.hooks import supervisor as sandbox_supervisor
 
 #: Judge variables every hook sees. Everything else (API keys, tokens, ...) is dropped.
 ENV_ALLOWLIST: tuple[str, ...] = (

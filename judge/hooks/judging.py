@@ -1,0 +1,51 @@
+"""The seam between the hook engine and a prompt judge.
+
+The engine hands a :class:`PromptRequest` (the hook, the context, the transcript) to a
+:class:`PromptJudge` and gets a :class:`PromptVerdict` back, or a
+:class:`~judge.errors.HookError`. :class:`judge.llm.LLMJudge` is the judge that asks a
+model; the eval cache, batch runs and tests wrap or replace it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from judge.decision import CascadeStage, Citation, Usage
+
+if TYPE_CHECKING:
+    from judge.config import Hook
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    """Everything a prompt judge needs for one judgement."""
+
+    hook: Hook
+    context: dict[str, Any]
+    transcript_path: Path | None = None
+    models: dict[str, str] = field(default_factory=dict)
+    base_dir: Path | None = None
+    repeat: int = 0
+
+
+class PromptVerdict(BaseModel):
+    """A prompt judge's answer in the simple format, with what it cost."""
+
+    ok: bool
+    reason: str | None = None
+    model: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    #: The verified citations of a rejection (hooks with ``evidence: required``).
+    citations: list[Citation] | None = None
+    #: A cascade's stages, in the order they were called (None: one model).
+    stages: list[CascadeStage] | None = None
+
+
+class PromptJudge(Protocol):
+    """Evaluates one prompt hook. Raise :class:`HookError` when no verdict can be had."""
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict: ...
