@@ -100,7 +100,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from judge.server import serve_main
+    from judge.service.run import serve_main
 
     return serve_main(args)
 

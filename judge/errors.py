@@ -54,3 +54,14 @@ class CascadeError(HookError):
     def __init__(self, message: str, stages: list[CascadeStage], model: str | None = None) -> None:
         super().__init__(message, model)
         self.stages = stages
+
+
+class ApiError(JudgeError):
+    """An HTTP request the service refuses: answered as ``{"error": message, "problems":
+    [...]}`` with ``status`` (4xx), never a 500."""
+
+    def __init__(self, status: int, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.problems = problems

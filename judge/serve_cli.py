@@ -1,4 +1,4 @@
-"""The flags of ``judge serve`` (the service itself is :mod:`judge.server`, imported only
+"""The flags of ``judge serve`` (the service itself is :mod:`judge.service.run`, imported only
 when it runs)."""
 
 from __future__ import annotations

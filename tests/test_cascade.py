@@ -247,7 +247,7 @@ async def test_audit_logs_carry_the_stages(tmp_path: Path) -> None:
 
 
 async def test_service_metrics_count_each_stage_under_its_model() -> None:
-    from judge.server_metrics import GateMetrics
+    from judge.service.metrics import GateMetrics
 
     engine = Engine(
         stop_config(["m:fast", "m:strong"], prices=PRICES),

@@ -50,7 +50,7 @@ def test_grep_deeply_nested_regex_is_answered(tools, monkeypatch):
 
 def _service(tmp_path, transcripts_dir=None):
     from judge.config import config_from_data
-    from judge.server_app import ServerSettings, create_app
+    from judge.service.app import ServerSettings, create_app
 
     config = config_from_data({"hooks": {"Stop": [{"type": "command", "command": "cat >/dev/null"}]}})
     settings = ServerSettings(config=config, data_dir=tmp_path / "data", transcripts_dir=transcripts_dir)
@@ -122,7 +122,7 @@ async def test_yaml_base60_integer_is_refused_quickly(tmp_path):
 
 
 async def test_yaml_bodies_have_their_own_size_limit(tmp_path):
-    from judge.server_app import MAX_YAML_BODY
+    from judge.service.app import MAX_YAML_BODY
 
     # Pure-Python YAML parses about 60k short items per second: a 10 MiB body of them held
     # a worker for minutes. JSON bodies keep the service's larger limit.

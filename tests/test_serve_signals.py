@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(
     """
     import signal, socket, sys
     import uvicorn
-    from judge import server
+    from judge.service import run as server
 
     async def app(scope, receive, send):
         raise AssertionError("no request is sent")

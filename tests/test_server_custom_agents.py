@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 
 from judge.config import load_config
 from judge.errors import StateUnavailable
-from judge.server_app import create_app
-from judge.server_service import ServerSettings
+from judge.service.app import create_app
+from judge.service.endpoints import ServerSettings
 
 AGENT = {
     "name": "ops",
@@ -104,7 +104,7 @@ def test_readyz_says_unavailable_when_the_store_stops_answering(tmp_path: Path, 
     import threading
     import time
 
-    from judge import server_service
+    from judge.service import endpoints as server_service
 
     monkeypatch.setattr(server_service, "READY_SECONDS", 0.3)
     release = threading.Event()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from judge.server import bind_socket
+from judge.service.run import bind_socket
 from judge.state import SQLiteStore
 from tests.test_server import Service
 

@@ -124,7 +124,7 @@ def test_client_chosen_agent_names_cannot_grow_the_metrics_without_bound() -> No
 
     from judge.decision import Decision
     from judge.logs.decisions import record_of
-    from judge.server_metrics import MAX_AGENT_LABELS, GateMetrics
+    from judge.service.metrics import MAX_AGENT_LABELS, GateMetrics
 
     metrics = GateMetrics()
     decision = Decision(event="Stop", decision="allow")

@@ -114,7 +114,7 @@ def test_brace_text_that_is_not_json_is_text(tmp_path):
 
 
 def test_removing_a_private_transcript_removes_its_rendered_copy(tmp_path):
-    from judge.server_app import remove_private
+    from judge.service.app import remove_private
     from judge.transcripts import prepare_transcript
 
     source = tmp_path / "inline.jsonl"

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from judge.server_openapi import openapi_document, render
+from judge.service.openapi import openapi_document, render
 from tests.security.serve import LimitedService
 from tests.test_server import REPO
 
@@ -28,7 +28,7 @@ HANG_SECONDS = 10
 
 def test_docs_openapi_json_is_up_to_date():
     written = (REPO / "docs" / "openapi.json").read_text(encoding="utf-8")
-    assert written == render(), "regenerate it: python -m judge.server_openapi > docs/openapi.json"
+    assert written == render(), "regenerate it: bash scripts/openapi.sh"
 
 
 def test_every_route_is_documented():
@@ -91,7 +91,7 @@ def test_fuzz_no_server_error_no_hang(case, served: LimitedService):
 
 async def test_openapi_json_needs_no_token_but_the_api_does(tmp_path):
     from judge.config import Config
-    from judge.server_app import ServerSettings, create_app
+    from judge.service.app import ServerSettings, create_app
     from tests.test_security import _call
 
     app = create_app(ServerSettings(config=Config(), data_dir=tmp_path / "d", api_token="s3cret"))

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from judge.config import config_from_data
+from judge.errors import ApiError
 from judge.hooks.judging import PromptRequest, PromptVerdict
-from judge.server_app import ServerSettings, create_app
-from judge.server_bodies import ApiError
-from judge.server_files import confine_path, open_confined
+from judge.service.app import ServerSettings, create_app
+from judge.service.files import confine_path, open_confined
 from judge.transcripts import formats, prepared
 from tests.test_security import _call
 

@@ -151,7 +151,7 @@ def test_request_lines_are_rate_limited_and_stay_json(tmp_path, monkeypatch):
     import json
     import logging
 
-    from judge import server_logs
+    from judge.service import logging_config as server_logs
 
     records: list[str] = []
 
@@ -177,7 +177,7 @@ def test_request_lines_are_rate_limited_and_stay_json(tmp_path, monkeypatch):
 def test_other_log_lines_are_rate_limited_per_message(monkeypatch):
     import logging
 
-    from judge.server_logs import RateLimit
+    from judge.service.logging_config import RateLimit
 
     limit = RateLimit(0.0001, 3.0)
     record = lambda msg: logging.LogRecord("uvicorn.error", logging.WARNING, "", 0, msg, None, None)  # noqa: E731

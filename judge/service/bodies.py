@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from judge.config import parse_yaml
+from judge.errors import ApiError
 
 #: Default request body limit: 10 MiB (inline transcripts can be large).
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
@@ -29,16 +30,6 @@ MAX_INT_CHARS = 4300
 JSON_TYPES = ("application/json", "text/json")
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
 _PARSE_IN_THREAD = 256 * 1024
-
-
-class ApiError(Exception):
-    """An error answered as ``{"error": message, "problems": [...]}`` with ``status``."""
-
-    def __init__(self, status: int, message: str, problems: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.problems = problems
 
 
 # ---------------------------------------------------------------------------

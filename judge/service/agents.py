@@ -8,8 +8,7 @@ import re
 from typing import Any
 
 from judge.config import EVENTS, Config, CustomAgent, validate_custom_agent
-from judge.errors import ConfigError
-from judge.server_bodies import ApiError
+from judge.errors import ApiError, ConfigError
 
 AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")  # \Z: no newline after
 

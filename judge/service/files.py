@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.server_bodies import ApiError
+from judge.errors import ApiError
 from judge.transcripts import PRIVATE_PREFIX, discard_rendered
 
 

@@ -35,7 +35,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client import multiprocess as prometheus_multiprocess
 
 from judge.decision import Decision, Usage
-from judge.server_agents import AGENT_NAME
+from judge.service.agents import AGENT_NAME
 
 #: Environment variable of prometheus_client's multiprocess mode (set by ``judge serve --workers``).
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"

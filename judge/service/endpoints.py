@@ -1,5 +1,5 @@
 """The endpoints of the HTTP service, bound to one configuration,
-state store, audit log and judge. :mod:`judge.server_app` routes requests here."""
+state store, audit log and judge. :mod:`judge.service.app` routes requests here."""
 
 from __future__ import annotations
 
@@ -17,31 +17,31 @@ from starlette.responses import Response
 
 from judge.config import EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
-from judge.errors import ConfigError, ContextError, StateUnavailable
+from judge.errors import ApiError, ConfigError, ContextError, StateUnavailable
 from judge.hooks.engine import Engine, default_judge
 from judge.hooks.gate import Gate, fail_mode_decision
 from judge.hooks.judging import PromptJudge
 from judge.logs.audit import AuditLog
 from judge.logs.buffer import BufferedLog
 from judge.logs.decisions import append_decision, read_recent, record_of, summarize
-from judge.server_agents import (
+from judge.service.agents import (
     AGENT_NAME,
     agent_from_document,
     agent_properties,
     check_name,
     without_command_defaults,
 )
-from judge.server_bodies import DEFAULT_MAX_BODY, ApiError, json_response, read_document
-from judge.server_files import (
+from judge.service.bodies import DEFAULT_MAX_BODY, json_response, read_document
+from judge.service.files import (
     confine_path,
     private_folder,
     remove_folder,
     snapshot_confined,
     write_private,
 )
-from judge.server_limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
-from judge.server_metrics import GateMetrics
-from judge.server_state import RECENT_ROWS, STATE_DB, open_log_table, open_service_store
+from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+from judge.service.metrics import GateMetrics
+from judge.service.store import RECENT_ROWS, STATE_DB, open_log_table, open_service_store
 from judge.state.session_lock import SessionBusy
 
 __all__ = ["STATE_DB", "ServerSettings", "Service"]
@@ -53,14 +53,14 @@ AGENT_CACHE_SIZE = 256
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """What the service needs; :func:`judge.server.serve_main` builds it from the flags."""
+    """What the service needs; :func:`judge.service.run.serve_main` builds it from the flags."""
 
     config: Config
     data_dir: Path
     transcripts_dir: Path | None = None
     max_body: int = DEFAULT_MAX_BODY
     api_token: str | None = None
-    #: Seconds a client has to send its request headers (:mod:`judge.server_limits`).
+    #: Seconds a client has to send its request headers (:mod:`judge.service.limits`).
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     #: Seconds a client has to send the whole body once the headers are in.
     body_timeout: float = DEFAULT_BODY_TIMEOUT

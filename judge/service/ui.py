@@ -1,6 +1,6 @@
 """``GET /ui``: a small live view of the gate, and the summary it shows.
 
-The page (``judge/ui.html``) holds no data and needs no token; everything it shows comes
+The page (``judge/service/ui.html``) holds no data and needs no token; everything it shows comes
 from ``GET /api/v2/ui/summary``, which needs the service's token like every other data
 endpoint. The page asks for the token once (or takes it from a ``#token=...`` fragment,
 which browsers never send to the server) and keeps it in the tab's ``sessionStorage``.
@@ -19,7 +19,7 @@ from starlette.responses import HTMLResponse, Response
 @cache
 def page() -> str:
     """The page's HTML (package data)."""
-    return resources.files("judge").joinpath("ui.html").read_text(encoding="utf-8")
+    return resources.files("judge.service").joinpath("ui.html").read_text(encoding="utf-8")
 
 
 async def ui_page(request: Request) -> Response:

@@ -1,20 +1,20 @@
-"""The HTTP gate service as an ASGI app; :mod:`judge.server` runs it.
+"""The HTTP gate service as an ASGI app; :mod:`judge.service.run` runs it.
 
-Endpoints (handlers in :mod:`judge.server_service`):
+Endpoints (handlers in :mod:`judge.service.endpoints`):
 
 * ``GET /healthz`` — liveness, never authenticated;
 * ``GET /readyz`` — readiness: 200 when the state store answers, else 503; never authenticated;
-* ``GET /openapi.json`` — the OpenAPI document (:mod:`judge.server_openapi`), never authenticated;
-* ``GET /ui`` — the live view's page (:mod:`judge.server_ui`; it holds no data), never authenticated;
+* ``GET /openapi.json`` — the OpenAPI document (:mod:`judge.service.openapi`), never authenticated;
+* ``GET /ui`` — the live view's page (:mod:`judge.service.ui`; it holds no data), never authenticated;
 * ``PUT|GET|DELETE /api/v2/extendedAgent/agents/{name}`` — custom agents, stored in
-  the state store (:mod:`judge.server_state`); ``GET /api/v2/extendedAgent/agents`` lists them;
+  the state store (:mod:`judge.service.store`); ``GET /api/v2/extendedAgent/agents`` lists them;
 * ``POST /api/v2/hooks/{event}`` — the context JSON (plus optional inline ``transcript``
   and ``session_id``) in, the decision object out.
 
 Every error is a JSON ``{"error": ...}`` with a 4xx status; bodies are size-limited while
-they are read and checked before any hook runs (:mod:`judge.server_bodies`).
+they are read and checked before any hook runs (:mod:`judge.service.bodies`).
 ``execution_summary`` paths must resolve inside ``transcripts_dir``
-(:mod:`judge.server_files`). Blocking work (SQLite, files) runs in threads, so a hook
+(:mod:`judge.service.files`). Blocking work (SQLite, files) runs in threads, so a hook
 waiting on its provider never blocks other requests. Stop rounds of one session run one
 at a time, across replicas too (``StateStore.session_round``). One JSON line per request goes to the
 ``judge.server.access`` logger.
@@ -41,23 +41,17 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge.config import Config, load_config
+from judge.errors import ApiError
 from judge.hooks.judging import PromptJudge
 from judge.logs.jsonl import now_iso
-from judge.server_bodies import (
-    DEFAULT_MAX_BODY,
-    MAX_DEPTH,
-    MAX_YAML_BODY,
-    ApiError,
-    error_response,
-    json_response,
-)
-from judge.server_files import confine_path, remove_private, sweep_private_folders, write_private
-from judge.server_limits import BodyDeadline, ConnectionLimits, configure
-from judge.server_logs import access_log, configure_logging, error_log, limit_log_rates
-from judge.server_openapi import openapi_document
-from judge.server_service import STATE_DB, ServerSettings, Service
-from judge.server_ui import ui_page
-from judge.server_workers import watch_master
+from judge.service.bodies import DEFAULT_MAX_BODY, MAX_DEPTH, MAX_YAML_BODY, error_response, json_response
+from judge.service.endpoints import STATE_DB, ServerSettings, Service
+from judge.service.files import confine_path, remove_private, sweep_private_folders, write_private
+from judge.service.limits import BodyDeadline, ConnectionLimits, configure
+from judge.service.logging_config import access_log, configure_logging, error_log, limit_log_rates
+from judge.service.openapi import openapi_document
+from judge.service.ui import ui_page
+from judge.service.workers import watch_master
 
 __all__ = [
     "DEFAULT_MAX_BODY",

@@ -1,4 +1,4 @@
-"""``judge serve``: run the HTTP gate service (:mod:`judge.server_app`) under uvicorn.
+"""``judge serve``: run the HTTP gate service (:mod:`judge.service.app`) under uvicorn.
 
 The listening socket is bound here, so ``--port 0`` works: the line
 ``judge serve: listening on http://HOST:PORT`` on stderr names the real port.
@@ -27,7 +27,7 @@ import uvicorn
 
 from judge.config import Config
 from judge.errors import ConfigError, StateUnavailable
-from judge.server_app import (
+from judge.service.app import (
     DEFAULT_MAX_BODY,
     SETTINGS_ENV,
     TOKEN_ENV,
@@ -36,7 +36,7 @@ from judge.server_app import (
     create_app,
     settings_to_env,
 )
-from judge.server_limits import (
+from judge.service.limits import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_HEADER_TIMEOUT,
     ConnectionLimits,
@@ -47,8 +47,8 @@ from judge.server_limits import (
     max_connections_allowed,
     raise_fd_limit,
 )
-from judge.server_metrics import MULTIPROC_ENV
-from judge.server_state import LOG_PLACES
+from judge.service.metrics import MULTIPROC_ENV
+from judge.service.store import LOG_PLACES
 from judge.state import is_database_url
 from judge.validation import load_checked_config
 
@@ -290,10 +290,10 @@ def _run_workers(
     metrics_dir = Path(tempfile.mkdtemp(prefix="judge-metrics-"))
     os.environ[MULTIPROC_ENV] = str(metrics_dir)
     config = uvicorn.Config(
-        "judge.server_app:app_from_env",
+        "judge.service.app:app_from_env",
         factory=True,
         loop=LOOP,
-        http="judge.server_limits:GuardedH11Protocol",
+        http="judge.service.limits:GuardedH11Protocol",
         backlog=accept_backlog(settings.max_connections or 1),
         workers=workers,
         log_level="warning",

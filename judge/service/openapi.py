@@ -3,7 +3,7 @@
 Schemas come from the pydantic models the service validates with (hook contexts, custom
 agents, the decision object); the small shapes only the service has (request extras,
 errors, the stored agent) are declared here as models too.
-``python -m judge.server_openapi`` prints the document (``docs/openapi.json`` is that
+``python -m judge.service.openapi`` prints the document (``docs/openapi.json`` is that
 output; a test checks it is up to date).
 """
 
@@ -309,7 +309,3 @@ def openapi_document() -> dict[str, Any]:
 def render() -> str:
     """The document as written to ``docs/openapi.json``."""
     return json.dumps(openapi_document(), indent=2, ensure_ascii=False) + "\n"
-
-
-if __name__ == "__main__":
-    print(render(), end="")

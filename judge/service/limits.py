@@ -36,7 +36,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from judge.server_bodies import ApiError
+from judge.errors import ApiError
 
 #: Seconds a client has to send its request headers.
 DEFAULT_HEADER_TIMEOUT = 10.0
