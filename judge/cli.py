@@ -106,13 +106,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_claude_code(args: argparse.Namespace) -> int:
-    from judge.integrations.claude_code import main as claude_code_main
+    from judge.integrations.claude_code.adapter import main as claude_code_main
 
     return claude_code_main(args)
 
 
 def cmd_claude_code_install(args: argparse.Namespace) -> int:
-    from judge.integrations.claude_code_install import install_main
+    from judge.integrations.claude_code.install import install_main
 
     return install_main(args)
 
@@ -301,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["claude-code"]:
         # Claude Code starts a process per tool call: answer "nothing to do" without
         # loading the configuration or the engine when no hook can match.
-        from judge.integrations.claude_code_fast import try_fast
+        from judge.integrations.claude_code.fast_path import try_fast
 
         code, stdin_text = try_fast(arguments[1:])
         if code is not None:

@@ -15,7 +15,7 @@ import pytest
 from judge.cli import main as cli_main
 from judge.config import config_from_data
 from judge.hooks.judging import PromptRequest, PromptVerdict
-from judge.integrations.claude_code import ClaudeCodeInput, build_context, handle, parse_input
+from judge.integrations.claude_code.adapter import ClaudeCodeInput, build_context, handle, parse_input
 from judge.state import Store
 from judge.transcripts.claude_code import last_assistant_text, render_claude_code_lines
 

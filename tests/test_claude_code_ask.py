@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from judge.hooks.answers import answer_from_object
-from judge.integrations.claude_code_output import ASK_REASON
+from judge.integrations.claude_code.output import ASK_REASON
 from tests.test_claude_code_fail_closed import claude_code, denied
 
 ASK = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "ask"}}

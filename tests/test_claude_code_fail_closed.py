@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from judge.integrations.claude_code_fast import MAX_STDIN_BYTES
+from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
 
 PRE_BASH = "hooks:\n  PreToolUse:\n    - type: command\n      matcher: Bash\n      command: 'exit 0'\n"
 STOP_BLOCKING = (

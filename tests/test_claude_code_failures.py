@@ -13,7 +13,7 @@ import pytest
 
 from judge.config import config_from_data
 from judge.hooks.judging import PromptRequest, PromptVerdict
-from judge.integrations.claude_code import ClaudeCodeInput, handle
+from judge.integrations.claude_code.adapter import ClaudeCodeInput, handle
 from tests.test_claude_code_fail_closed import claude_code
 
 

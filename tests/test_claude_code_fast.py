@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from judge.integrations.claude_code_fast import index_path
+from judge.integrations.claude_code.fast_path import index_path
 
 # Runs the real entry point and reports which heavy modules it imported.
 PROBE = (

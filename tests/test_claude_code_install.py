@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.integrations.claude_code_install import claude_code_matcher, is_judge_handler
+from judge.integrations.claude_code.install import claude_code_matcher, is_judge_handler
 
 CONFIG = """\
 hooks:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from judge.integrations import claude_code_pin as pins
+from judge.integrations.claude_code import pin as pins
 from tests.test_claude_code_fail_closed import claude_code, denied
 
 STOP_BLOCKS = (

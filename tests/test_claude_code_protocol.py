@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from judge.config import config_from_data
-from judge.integrations.claude_code import ClaudeCodeInput, handle
-from judge.integrations.claude_code_output import withheld_tool_output
-from judge.integrations.claude_code_protocol import (
+from judge.integrations.claude_code.adapter import ClaudeCodeInput, handle
+from judge.integrations.claude_code.output import withheld_tool_output
+from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_BLOCK_CAP,
     HANDLED_EVENTS,
     block_cap_warnings,

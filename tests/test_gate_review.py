@@ -68,7 +68,7 @@ async def test_a_subagent_loop_has_its_own_count(tmp_path: Path) -> None:
 
 
 async def test_claude_code_fresh_subagent_stop_starts_a_new_loop(tmp_path: Path) -> None:
-    from judge.integrations.claude_code import ClaudeCodeInput, handle
+    from judge.integrations.claude_code.adapter import ClaudeCodeInput, handle
 
     hook = {"type": "prompt", "prompt": "judge", "maxRejections": 3}
     config = config_from_data({"hooks": {"SubagentStop": [hook]}})

@@ -4,7 +4,7 @@
 * :class:`SessionFacts` — the frozen, trusted session facts security decisions rest on;
 * :class:`StopGate` — the Stop gate for an agent loop (continue with a reason, or stop).
 
-The Claude Code adapter (``judge claude-code``) lives in :mod:`judge.integrations.claude_code`
+The Claude Code adapter (``judge claude-code``) lives in :mod:`judge.integrations.claude_code.adapter`
 and is imported lazily by the CLI.
 """
 

@@ -64,7 +64,7 @@ class ClaudeCodeRenderer:
 
     def __init__(self) -> None:
         self.tool_names: dict[str, str] = {}
-        #: which rows are Claude Code's (claude_code_rows)
+        #: which rows are Claude Code's (forged_rows)
         self.rows = RowCheck()
         self.line_number = 0
         self._last_main: tuple[str | None, str] = (None, "")

@@ -21,7 +21,7 @@ from judge.config import STOP_EVENTS, Config, Hook, load_config
 from judge.config.models import EVENTS
 from judge.errors import ConfigError
 from judge.hooks.sandbox import CWD_KEYWORDS
-from judge.integrations.claude_code_protocol import (
+from judge.integrations.claude_code.protocol import (
     BLOCK_CAP_ENV,
     claude_code_block_cap,
     takes_effect_under_claude_code,

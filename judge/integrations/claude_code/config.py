@@ -1,10 +1,10 @@
 """Which configuration a ``judge claude-code`` call is judged by.
 
 A Claude Code session keeps the configuration it started with
-(:mod:`~judge.integrations.claude_code_pin`): ``SessionStart`` pins the file as it is;
+(:mod:`~judge.integrations.claude_code.pin`): ``SessionStart`` pins the file as it is;
 later calls load the pinned text when the file changed, broke or went away, and the
 first call after each change tells the user. A configuration that loads also refreshes
-the fast path's config index (:mod:`~judge.integrations.claude_code_fast`).
+the fast path's config index (:mod:`~judge.integrations.claude_code.fast_path`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pathlib import Path
 
 from judge.config import Config, HookSet, config_from_text, read_config_text
 from judge.errors import ConfigError
-from judge.integrations.claude_code_failure import warn
-from judge.integrations.claude_code_fast import default_state_path, write_index
-from judge.integrations.claude_code_pin import (
+from judge.integrations.claude_code.failure import warn
+from judge.integrations.claude_code.fast_path import default_state_path, write_index
+from judge.integrations.claude_code.pin import (
     FOLDER,
     SessionConfig,
     keep_copy,
@@ -27,8 +27,8 @@ from judge.integrations.claude_code_pin import (
     session_config,
     write_pin,
 )
-from judge.integrations.claude_code_pin import enabled as pins_enabled
-from judge.integrations.claude_code_protocol import ClaudeCodeInput
+from judge.integrations.claude_code.pin import enabled as pins_enabled
+from judge.integrations.claude_code.protocol import ClaudeCodeInput
 from judge.validation import runnable
 
 _UNPINNED = "cannot pin the configuration in {folder}: this session is judged by {config} as it is"
@@ -39,7 +39,8 @@ _NO_PIN = (
 
 
 def write_config_index(state_path: Path, config_path: str, config: Config, sha: str) -> None:
-    """Let later calls skip loading ``config`` when no hook can match (see claude_code_fast)."""
+    """Let later calls skip loading ``config`` when no hook can match
+    (see :mod:`~judge.integrations.claude_code.fast_path`)."""
     from judge.config import EVENTS
 
     def matchers(hooks: HookSet) -> dict[str, list[str | None]]:

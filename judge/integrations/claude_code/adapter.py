@@ -2,14 +2,14 @@
 
 Claude Code runs the command with the hook input JSON on stdin and reads the answer from
 stdout. This module maps that input to judge's hook context
-(:mod:`~judge.integrations.claude_code_context`), evaluates it with
+(:mod:`~judge.integrations.claude_code.context`), evaluates it with
 :class:`judge.hooks.gate.Gate`, and prints Claude Code's output format
-(:mod:`~judge.integrations.claude_code_output`).
+(:mod:`~judge.integrations.claude_code.output`).
 
 The process always exits 0: Claude Code only reads the JSON answer reliably on exit 0, so
 every block is expressed in JSON. Problems of the adapter itself are reported on stderr
 and answered per the failMode of the hooks the call selects
-(:mod:`~judge.integrations.claude_code_failure`): a PreToolUse call whose policy check
+(:mod:`~judge.integrations.claude_code.failure`): a PreToolUse call whose policy check
 cannot run — unusable hook input, a damaged state file, an unexpected failure — is
 **denied** with the reason, a Stop or PostToolUse goes on with a
 ``systemMessage`` unless a hook says ``failMode: block``; an invalid configuration denies
@@ -18,7 +18,7 @@ not decide (its model down or timed out, its script crashing) is answered per it
 failMode and named in a ``systemMessage``, so a check that did not run is never silent.
 With no configuration at all (no ``--config``, no ``JUDGE_CONFIG``) nothing is checked
 and nothing is blocked. ``SessionStart`` pins the configuration the session is judged
-by (:mod:`~judge.integrations.claude_code_pin`); events judge does not handle
+by (:mod:`~judge.integrations.claude_code.pin`); events judge does not handle
 (``WorktreeCreate``, ...) are a silent no-op: nothing on stdout, exit 0.
 
 Deadline and signals: with ``--timeout SECONDS`` judge answers before that deadline by
@@ -50,15 +50,15 @@ from typing import Any
 from judge.config import STOP_EVENTS, Config
 from judge.errors import ConfigError, ContextError
 from judge.hooks.judging import PromptJudge
-from judge.integrations.claude_code_config import session_configuration, start_session
-from judge.integrations.claude_code_context import (
+from judge.integrations.claude_code.config import session_configuration, start_session
+from judge.integrations.claude_code.context import (
     SubagentOutputMissing,
     build_context,
     probe_context,
     session_key,
     transcript_source,
 )
-from judge.integrations.claude_code_failure import (
+from judge.integrations.claude_code.failure import (
     PREFIX,
     adapter_failure,
     answer_for,
@@ -70,9 +70,9 @@ from judge.integrations.claude_code_failure import (
     selected_hooks,
     warn,
 )
-from judge.integrations.claude_code_fast import default_state_path as fast_default_state_path
-from judge.integrations.claude_code_output import with_failures_told, with_note
-from judge.integrations.claude_code_protocol import (
+from judge.integrations.claude_code.fast_path import default_state_path as fast_default_state_path
+from judge.integrations.claude_code.output import with_failures_told, with_note
+from judge.integrations.claude_code.protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
     REWRITE_ENV,

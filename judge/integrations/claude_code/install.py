@@ -8,7 +8,7 @@ exactly the Claude Code events the judge configuration needs:
 * the events come from the configuration (agent level and custom agents); PostToolUse
   hooks also register ``PostToolUseFailure`` and PreToolUse hooks ``PreSkillShellCommand``
   (a skill's shell command, run without the Bash tool), and ``SessionStart`` pins the
-  configuration a session is judged by (:mod:`~judge.integrations.claude_code_pin`);
+  configuration a session is judged by (:mod:`~judge.integrations.claude_code.pin`);
   nothing else is ever registered, and judge entries found under events judge cannot
   serve (e.g. ``WorktreeCreate``) are removed;
 * a tool event's Claude Code ``matcher`` covers the judge hooks' matchers (an exact list
@@ -47,7 +47,7 @@ from typing import Any
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
-from judge.integrations.claude_code_protocol import (
+from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_EVENTS,
     HANDLED_EVENTS,
     SESSION_START,
@@ -188,7 +188,7 @@ def wanted_entries(
             if cc_event not in HANDLED_EVENTS:
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
             entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed))
-    if entries:  # the session keeps the configuration it started with (claude_code_pin)
+    if entries:  # the session keeps the configuration it started with (see .pin)
         command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None)
         entries.insert(0, Entry(SESSION_START, None, SESSION_START_TIMEOUT, command))
     return entries

@@ -34,7 +34,7 @@ from typing import Any
 
 from judge.config import STOP_EVENTS
 from judge.decision import Decision
-from judge.integrations.claude_code_protocol import BLOCKED_RESULT_PREFIX, RewriteMode
+from judge.integrations.claude_code.protocol import BLOCKED_RESULT_PREFIX, RewriteMode
 from judge.transcripts.claude_code_text import one_line
 
 DEFAULT_BLOCK_REASON = "Blocked by judge"

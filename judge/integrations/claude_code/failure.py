@@ -10,7 +10,7 @@ failMode decides, and the user is told.
   tool) can still be read and judge has hooks for them, the same; else only a warning on
   stderr, since nothing is configured to check.
 * No usable configuration: PreToolUse is denied, the other events go through with a
-  ``systemMessage`` (:func:`judge.integrations.claude_code_output.adapter_failure_output`).
+  ``systemMessage`` (:func:`judge.integrations.claude_code.output.adapter_failure_output`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 from judge.config import Config, Hook, load_config
 from judge.decision import Decision
 from judge.errors import ConfigError
-from judge.integrations.claude_code_context import probe_context
-from judge.integrations.claude_code_fast import MAX_STDIN_BYTES
-from judge.integrations.claude_code_output import adapter_failure_output, claude_code_output, with_note
-from judge.integrations.claude_code_protocol import (
+from judge.integrations.claude_code.context import probe_context
+from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
+from judge.integrations.claude_code.output import adapter_failure_output, claude_code_output, with_note
+from judge.integrations.claude_code.protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
     ClaudeCodeInput,

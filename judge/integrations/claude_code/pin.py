@@ -19,7 +19,8 @@ Files, owner-only, in ``config-pins/`` beside the state file:
   key hashes the session id and the configuration's real path.
 
 Files unused for :data:`PRUNE_SECONDS` are removed when a new session pins. This module
-uses the standard library only: the fast path (:mod:`claude_code_fast`) checks pins too.
+uses the standard library only: the fast path
+(:mod:`~judge.integrations.claude_code.fast_path`) checks pins too.
 
 Limits: the pin guards the configuration file, not the files it names (a script on disk,
 an ``include``d file) and not the state folder itself. An agent that runs shell commands

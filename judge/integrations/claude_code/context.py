@@ -19,7 +19,7 @@ from typing import Any
 
 from judge.config import STOP_EVENTS
 from judge.files import load_json
-from judge.integrations.claude_code_protocol import ClaudeCodeInput
+from judge.integrations.claude_code.protocol import ClaudeCodeInput
 
 
 class SubagentOutputMissing(Exception):

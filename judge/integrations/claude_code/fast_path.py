@@ -30,7 +30,7 @@ import sys
 from typing import Any
 
 from judge import __version__
-from judge.integrations import claude_code_pin as pins
+from judge.integrations.claude_code import pin as pins
 
 #: Largest hook input read from stdin (the full adapter enforces the same limit).
 MAX_STDIN_BYTES = 64 * 1024 * 1024
@@ -45,7 +45,7 @@ HANDLED_EVENTS: tuple[str, ...] = (
     "PostToolUseFailure",
 )
 #: A session starts (or resumes): judge pins the configuration it is judged by
-#: (:mod:`~judge.integrations.claude_code_pin`) and answers nothing.
+#: (:mod:`~judge.integrations.claude_code.pin`) and answers nothing.
 SESSION_START = "SessionStart"
 #: Events the index may answer for (the full adapter handles every other one); a
 #: SessionStart has no hooks, only the pin (see _same_config).
@@ -94,7 +94,7 @@ def write_index(
 
     ``hooks`` maps an event to the matchers of its agent-level hooks (``None`` for hooks
     without one); ``agents`` the same per custom agent; ``sha`` is the SHA-256 of the
-    file's text (:mod:`claude_code_pin`). Failures are ignored: the index is only a
+    file's text (:mod:`~judge.integrations.claude_code.pin`). Failures are ignored: the index is only a
     shortcut.
     """
     try:
@@ -216,7 +216,7 @@ def _same_config(
     index: dict[str, Any], hook_input: dict[str, Any], state: str, config: str, pinned: bool = False
 ) -> bool:
     """Whether the session is judged by the configuration the index describes: its pin
-    (:mod:`claude_code_pin`) names the same text, or it has none yet and is pinned to it
+    (:mod:`~judge.integrations.claude_code.pin`) names the same text, or it has none yet and is pinned to it
     (with ``pinned``, only at SessionStart: a later call without a pin goes to the full
     adapter, which tells the user)."""
     session, sha = hook_input.get("session_id"), index.get("sha256")

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from judge.integrations.claude_code_fast import HANDLED_EVENTS as HANDLED_EVENTS
-from judge.integrations.claude_code_fast import SESSION_START as SESSION_START
+from judge.integrations.claude_code.fast_path import HANDLED_EVENTS as HANDLED_EVENTS
+from judge.integrations.claude_code.fast_path import SESSION_START as SESSION_START
 
 if TYPE_CHECKING:
     from judge.config import Config
