@@ -35,7 +35,7 @@ from _common import PYTHON, ModelServer, machine, table, timed_child
 from bench_eval_throughput import baseline, write_suite
 
 TARGET = 1.5
-IMPORTS = "import judge.cli, judge.evaluation.cli, judge.hooks.engine, judge.llm, openai"
+IMPORTS = "import judge.cli, judge.cli.eval, judge.hooks.engine, judge.llm, openai"
 
 
 async def sdk_only(n: int, concurrency: int, base_url: str) -> tuple[float, float]:

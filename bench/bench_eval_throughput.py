@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from judge.cli import build_parser
+from judge.cli.eval import eval_main
 from judge.config import config_from_data
-from judge.evaluation.cli import eval_main
 from judge.evaluation.runner import ResultsWriter, run_cases
 from judge.evaluation.suite import Case
 from judge.hooks.judging import PromptRequest, PromptVerdict

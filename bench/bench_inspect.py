@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         judge_argv = [PYTHON, "-m", "judge", "eval", str(suite), "--out", str(folder / "judge-out")]
         judge_argv += ["--no-cache", "--quiet", "--concurrency", str(opts.concurrency)]
-        startup = [PYTHON, "-c", "import judge.cli, judge.evaluation.cli, judge.llm, openai"]
+        startup = [PYTHON, "-c", "import judge.cli, judge.cli.eval, judge.llm, openai"]
         _, judge_start, _, _ = timed_child(startup, env=env)
         wall, cpu, _, _ = timed_child(judge_argv, env=env)
         report = json.loads((folder / "judge-out" / "report.json").read_text(encoding="utf-8"))

@@ -43,7 +43,7 @@ from typing import Any
 
 import yaml
 
-from judge.evaluation.cli import eval_main
+from judge.cli.eval import eval_main
 from judge.evaluation.metrics import compute_report, wilson_interval
 from judge.evaluation.runner import read_results
 from judge.hooks.judging import PromptRequest

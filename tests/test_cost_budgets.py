@@ -130,7 +130,7 @@ def test_price_budget_and_mode_problems_are_located(data: dict[str, Any], proble
 
 def test_eval_reports_cost_and_unpriced_judgements(tmp_path: Path) -> None:
     from judge.cli import build_parser
-    from judge.evaluation.cli import eval_main
+    from judge.cli.eval import eval_main
     from tests.test_eval_runner import labelled_rows, write_suite
 
     suite = write_suite(tmp_path / "s", labelled_rows(4))

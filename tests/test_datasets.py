@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from judge.cli import build_parser, main
-from judge.evaluation.cli import eval_main
+from judge.cli.eval import eval_main
 from judge.evaluation.suite import load_suite
 from tests.test_eval_runner import ScriptedJudge
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from judge.cli import build_parser
+from judge.cli.eval import eval_main
 from judge.evaluation.batch import load_state
-from judge.evaluation.cli import eval_main
 from judge.evaluation.metrics import stable_view
 from judge.evaluation.runner import read_results
 from judge.testing import LLMRequest, LLMServer, Reply, fail, verdict

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from judge.cli import build_parser, main
-from judge.evaluation.cli import eval_main
+from judge.cli.eval import eval_main
 from judge.evaluation.metrics import stable_view
 from judge.evaluation.runner import read_results
 from judge.testing import LLMRequest, LLMServer, Reply, verdict
@@ -176,7 +176,7 @@ def test_second_run_is_served_from_cache_through_the_sdk(
 SLOW_RUNNER = """
 import sys
 from judge.cli import build_parser
-from judge.evaluation.cli import eval_main
+from judge.cli.eval import eval_main
 from tests.test_eval_runner import ScriptedJudge
 sys.exit(eval_main(build_parser().parse_args(sys.argv[1:]), judge=ScriptedJudge(delay=0.05)))
 """

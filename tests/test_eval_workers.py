@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from judge.cli import build_parser
-from judge.evaluation.cli import eval_main
+from judge.cli.eval import eval_main
 from judge.evaluation.metrics import stable_view
 from judge.evaluation.runner import read_results
 from judge.evaluation.workers import MIN_JOBS_PER_WORKER, available_cpus, choose_workers
@@ -88,7 +88,7 @@ def test_workers_share_the_cache_through_the_sdk(tmp_path: Path) -> None:
 SLOW_RUNNER = """
 import os, sys
 from judge.cli import build_parser
-from judge.evaluation.cli import eval_main
+from judge.cli.eval import eval_main
 from tests.test_eval_runner import ScriptedJudge
 
 class Slow(ScriptedJudge):

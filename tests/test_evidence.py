@@ -222,7 +222,7 @@ def test_judge_eval_batch_judges_evidence_hooks_the_normal_way(
     # A batch request gets no second turn, so its citations could not be re-asked: such
     # cases are judged the normal way, with the reason in the report.
     from judge.cli import build_parser
-    from judge.evaluation.cli import eval_main
+    from judge.cli.eval import eval_main
     from judge.testing import LLMServer
 
     cases = [{"id": f"c{i}", "context": {"final_output": "done"}, "label": "allow"} for i in range(2)]

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from judge.cli import main
+from judge.cli.init import FILES
 from judge.config import config_json_schema
-from judge.starter import FILES
 
 REPO = Path(__file__).resolve().parents[1]
 

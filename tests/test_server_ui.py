@@ -218,7 +218,7 @@ def test_a_real_browser_renders_the_live_view(service: Service, tmp_path: Path) 
 def test_record_numbers_survive_a_crash_mid_rotation_and_a_torn_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from judge.logs_cli import _from_files
+    from judge.cli.logs import _from_files
 
     monkeypatch.setattr(decision_log, "ROTATE_BYTES", 2000)
     for i in range(40):
@@ -255,7 +255,7 @@ def test_record_numbers_hold_in_a_copy_of_the_data_dir_and_with_an_older_base_fi
 ) -> None:
     import shutil
 
-    from judge.logs_cli import _from_files
+    from judge.cli.logs import _from_files
 
     monkeypatch.setattr(decision_log, "ROTATE_BYTES", 2000)
     source = tmp_path / "data"

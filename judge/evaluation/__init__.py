@@ -6,7 +6,7 @@
 * :mod:`judge.evaluation.batch` — ``--batch``: the providers' batch APIs;
 * :mod:`judge.evaluation.metrics` — :func:`compute_report` (``report.json``);
 * :mod:`judge.evaluation.junit` / :mod:`judge.evaluation.report_html` — CI and human reports;
-* :mod:`judge.evaluation.variants` / :mod:`judge.evaluation.compare_cli` — several models or
+* :mod:`judge.evaluation.variants` / :mod:`judge.cli.compare` — several models or
   configs side by side (``comparison.json``: :mod:`judge.evaluation.comparison`, with
   :mod:`judge.evaluation.compare_stats`; ``comparison.html``: :mod:`judge.evaluation.compare_html`);
 * :mod:`judge.evaluation.datasets` — converters from public datasets into suites.

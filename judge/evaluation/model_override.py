@@ -1,5 +1,5 @@
 """``judge eval --model TIER_OR_MODEL``: a config with every prompt hook's model replaced
-(the flag itself is :class:`judge.model_flag.ModelFlag`; :mod:`judge.evaluation.variants`
+(the flag itself is :class:`judge.cli.model_flag.ModelFlag`; :mod:`judge.evaluation.variants`
 applies it)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``--model M`` (repeatable) judges every prompt hook with M; ``--config C`` (repeatable)
 judges with the hooks config C instead of the suite's. One variant (or none given) is
-an ordinary run; several make a comparison (:mod:`judge.evaluation.compare_cli`): every
+an ordinary run; several make a comparison (:mod:`judge.cli.compare`): every
 combination of the given configs and models is one variant, with its own output folder
 ``DIR/<slug>/``.
 """

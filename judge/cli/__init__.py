@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from judge import __version__
-from judge.claude_code_cli import add_claude_code_parser
+from judge.cli.claude_code import add_claude_code_parser
+from judge.cli.logs import add_logs_parser
+from judge.cli.model_flag import ModelFlag
+from judge.cli.run import add_run_parser
+from judge.cli.serve import add_serve_parser
 from judge.errors import ConfigError
-from judge.logs_cli import add_logs_parser
-from judge.model_flag import ModelFlag
-from judge.run_cli import add_run_parser
-from judge.serve_cli import add_serve_parser
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -90,7 +90,7 @@ def cmd_config_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from judge.starter import init_main
+    from judge.cli.init import init_main
 
     return init_main(args)
 
@@ -118,13 +118,13 @@ def cmd_claude_code_install(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from judge.evaluation.cli import eval_main
+    from judge.cli.eval import eval_main
 
     return eval_main(args)
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from judge.tuning.cli import tune_main
+    from judge.cli.tune import tune_main
 
     return tune_main(args)
 

@@ -2,7 +2,7 @@
 
 Once, it points a suite at a real model (or an offline ``fake:`` one) without editing the
 config. Several times, each model is one variant of a side-by-side comparison
-(:mod:`judge.evaluation.compare_cli`); naming the same model twice is a usage error.
+(:mod:`judge.cli.compare`); naming the same model twice is a usage error.
 """
 
 from __future__ import annotations

@@ -166,7 +166,7 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
         _err(f"judge eval: {exc}")
         return 2
     if len(variants) > 1:
-        from judge.evaluation.compare_cli import compare_main  # side by side: DIR/<variant>/...
+        from judge.cli.compare import compare_main  # side by side: DIR/<variant>/...
 
         return compare_main(args, variants, eval_main, judge)
     try:
