@@ -1,4 +1,17 @@
-"""Exceptions shared across the package."""
+"""Every exception a caller of judge may catch, in one tree::
+
+    JudgeError                  errors judge raises on purpose
+    ├── ConfigError             an invalid hook configuration (``problems``: located lines)
+    ├── ContextError            a malformed hook context (the event payload)
+    ├── HookError               a hook produced no decision (its ``failMode`` decides)
+    │   └── CascadeError        every stage of a model cascade failed
+    ├── StateUnavailable        the state store cannot be used (also an ``OSError``)
+    ├── SuiteError              an eval suite cannot be used (``problems``: located lines)
+    ├── UsageError              a bad flag or argument (the command line exits 2)
+    └── ApiError                an HTTP request the service refuses (``status``: 4xx)
+
+Everything else judge raises is a bug or the operating system's own error.
+"""
 
 from __future__ import annotations
 
@@ -65,3 +78,15 @@ class ApiError(JudgeError):
         self.status = status
         self.message = message
         self.problems = problems
+
+
+class SuiteError(JudgeError):
+    """The suite (or its config or cases) cannot be used; ``problems`` holds located messages."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class UsageError(JudgeError):
+    """A flag or argument that cannot be used as given (the command exits 2, nothing spent)."""

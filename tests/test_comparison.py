@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
+from judge.errors import UsageError
 from judge.evaluation.comparison import build_comparison, case_decisions
 from judge.evaluation.metrics import compute_metrics
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case
-from judge.evaluation.variants import VariantProblem, plan_variants
+from judge.evaluation.variants import plan_variants
 
 
 def result(case_id: str, repeat: int, decision: str | None, **extra: Any) -> CaseResult:
@@ -83,5 +84,5 @@ def test_variant_names_and_folders() -> None:
 
 
 def test_the_same_config_twice_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(VariantProblem, match="given twice"):
+    with pytest.raises(UsageError, match="given twice"):
         plan_variants(None, [str(tmp_path / "x.yaml"), str(tmp_path / "." / "x.yaml")])

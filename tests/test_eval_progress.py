@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 
+from judge.cli.progress import PlainProgress, RichProgress, make_progress
 from judge.decision import Usage
-from judge.evaluation.progress import PlainProgress, Progress, RichProgress, make_progress
+from judge.evaluation.progress import Progress
 from judge.evaluation.runner import CaseResult
 
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from judge.cli import main
-from judge.evaluation.suite import SuiteError, load_suite
+from judge.errors import SuiteError
+from judge.evaluation.suite import load_suite
 from tests.test_eval_runner import write_suite
 
 REPO = Path(__file__).resolve().parents[1]

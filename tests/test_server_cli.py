@@ -68,7 +68,7 @@ def test_an_open_host_needs_a_token(
 
 
 def test_loopback_names_count_as_local() -> None:
-    from judge.service.run import is_loopback
+    from judge.cli.serve import is_loopback
 
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.3.2.1", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.com"))

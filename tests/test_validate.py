@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from judge.cli import main as cli_main
-from judge.service.run import settings_from_args
+from judge.cli.serve import settings_from_args
 
 
 @dataclass

@@ -100,21 +100,21 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from judge.service.run import serve_main
+    from judge.cli.serve import serve_main
 
     return serve_main(args)
 
 
 def cmd_claude_code(args: argparse.Namespace) -> int:
-    from judge.integrations.claude_code.adapter import main as claude_code_main
+    from judge.cli.claude_code import run
 
-    return claude_code_main(args)
+    return run(args)
 
 
 def cmd_claude_code_install(args: argparse.Namespace) -> int:
-    from judge.integrations.claude_code.install import install_main
+    from judge.cli.claude_code import install
 
-    return install_main(args)
+    return install(args)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -130,7 +130,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets_convert(args: argparse.Namespace) -> int:
-    from judge.evaluation.datasets import convert_main
+    from judge.cli.datasets import convert_main
 
     return convert_main(args)
 
@@ -297,22 +297,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors = getattr(stream, "errors", None)
         if reconfigure is not None and errors in ("strict", "surrogateescape"):
             reconfigure(errors="backslashreplace" if errors == "strict" else _ESCAPE_OTHERS)
-    stdin_text: str | None = None
-    if arguments[:1] == ["claude-code"]:
+    stdin_data: bytes | None = None
+    read_stdin = arguments[:1] == ["claude-code"]
+    if read_stdin:
         # Claude Code starts a process per tool call: answer "nothing to do" without
         # loading the configuration or the engine when no hook can match.
-        from judge.integrations.claude_code.fast_path import try_fast
+        from judge.cli.claude_code import answers_fast
 
-        code, stdin_text = try_fast(arguments[1:])
-        if code is not None:
-            return code
+        answered, stdin_data = answers_fast(arguments[1:])
+        if answered:
+            return 0
     parser = build_parser()
     if not arguments:  # `judge` alone: the help, with argparse's usage-error status
         parser.print_help(sys.stderr)
         return 2
     args = parser.parse_args(arguments)
-    if stdin_text is not None:
-        args.stdin_text = stdin_text
+    if read_stdin and stdin_data is not None:
+        args.stdin_data = stdin_data
     handler: Handler = args.func
     try:
         return handler(args)

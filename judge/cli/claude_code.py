@@ -1,9 +1,17 @@
-"""The ``judge claude-code`` command line (kept import-light: it runs on every tool call)."""
+"""``judge claude-code`` and ``judge claude-code install``: flags, stdin, the answer written out.
+
+Kept import-light: Claude Code starts it for every hook event. Stdin is read here, the
+fast path (:mod:`judge.integrations.claude_code.fast_path`) answers calls no hook
+matches, and only the rest loads the adapter.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
+
+from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
 
 REWRITE_CHOICES = ("passthrough", "ask", "allow")
 SCOPES = ("project", "local", "user")
@@ -70,3 +78,49 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
     i.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
     i.add_argument("--uninstall", action="store_true", help="remove judge's hook entries only")
     i.set_defaults(func=install)
+
+
+def read_stdin() -> bytes | None:
+    """The hook input's bytes (one past the size limit at most), or None without stdin."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    return sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+
+
+def answers_fast(arguments: list[str]) -> tuple[bool, bytes | None]:
+    """``judge claude-code ARGS`` (not ``install``, not ``--help``): read the hook input and
+    try the fast path. ``(True, _)``: answered, nothing to print; else the input read."""
+    from judge.integrations.claude_code.fast_path import try_fast
+
+    if arguments[:1] == ["install"] or "-h" in arguments or "--help" in arguments:
+        return False, None
+    data = read_stdin()
+    return try_fast(arguments, data), data
+
+
+def write(answer: Any) -> int:
+    """Write an :class:`~judge.integrations.claude_code.answer.Answer` out; its exit code."""
+    for line in answer.stderr:
+        print(line, file=sys.stderr)
+    if answer.stdout:
+        sys.stdout.write(answer.stdout)
+        sys.stdout.flush()
+    return int(answer.code)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``judge claude-code``: always exits 0 (see :mod:`judge.integrations.claude_code.adapter`)."""
+    from judge.integrations.claude_code.adapter import respond
+    from judge.integrations.claude_code.failure import hook_text
+
+    data = args.stdin_data if hasattr(args, "stdin_data") else read_stdin()
+    return write(respond(args, hook_text(data)))
+
+
+def install(args: argparse.Namespace) -> int:
+    """``judge claude-code install``: 0 done, 1 refused (the reason on stderr)."""
+    from pathlib import Path
+
+    from judge.integrations.claude_code.install import install_answer
+
+    return write(install_answer(args, Path.cwd()))

@@ -1,10 +1,5 @@
-"""``judge eval SUITE --out DIR --model A --model B [--config C ...]``: variants side by side.
-
-Each variant (:mod:`judge.evaluation.variants`) is an ordinary ``judge eval`` run into
-``DIR/<slug>/`` (results.jsonl, report.json, junit.xml, report.html, run.json: the same
-files, cache and ``--resume`` as a single run); then ``DIR/comparison.json``
-(:mod:`judge.evaluation.comparison`) and ``DIR/comparison.html`` are written and the
-table is printed.
+"""``judge eval SUITE --out DIR --model A --model B [--config C ...]``: variants side by side
+(:func:`judge.evaluation.compare.run_comparison`), each variant's summary and the table printed.
 
 Exit codes: 2 when a variant could not complete (the comparison stops there; ``--resume``
 continues) or when every judgement of some variant errored (the comparison is still
@@ -14,130 +9,47 @@ written); 1 when a ``--fail-under`` / ``--fail-over`` bound is violated by any v
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from judge.evaluation.bounds import check_bounds, parse_bounds
-from judge.evaluation.cache import CACHE_NAME
-from judge.evaluation.compare_html import write_comparison_html
-from judge.evaluation.comparison import build_comparison
-from judge.evaluation.metrics import compute_metrics, rounded
-from judge.evaluation.runner import CaseResult, order_results, pairs, read_results
-from judge.evaluation.suite import Suite, SuiteError
-from judge.evaluation.variants import Variant, load_variant_suite
-from judge.hooks.judging import PromptJudge
+from judge.evaluation.compare import run_comparison, variant_settings
+from judge.evaluation.run import EvalOutcome, EvalSettings
+from judge.evaluation.variants import Variant
 
 
 def _err(message: str) -> None:
-    print(message, file=sys.stderr)
+    print(message, file=sys.stderr, flush=True)
 
 
-def _load_all(suite_path: str, variants: list[Variant]) -> list[Suite] | None:
-    """Every variant's suite, before anything is judged (None after printing the problems)."""
-    suites = []
-    for variant in variants:
-        try:
-            suites.append(load_variant_suite(suite_path, variant))
-        except SuiteError as exc:
-            _err(f"judge eval: cannot load suite {suite_path} for variant {variant.name}:")
-            for problem in exc.problems:
-                _err(f"  {problem}")
-            return None
-    return suites
+def compare_main(settings: EvalSettings, variants: list[Variant]) -> int:
+    """Run every variant and compare them (exit codes: module docstring)."""
+    from judge.cli.eval import print_outcome
 
-
-def _variant_args(args: argparse.Namespace, variant: Variant, out: Path) -> argparse.Namespace:
-    """The flags of the ordinary run of one variant (bounds are checked per variant here)."""
-    sub = argparse.Namespace(**vars(args))
-    sub.out = str(out / variant.slug)
-    sub.model = [variant.model] if variant.model else None
-    sub.config = [variant.config] if variant.config else None
-    sub.fail_under, sub.fail_over = [], []
-    if not args.no_cache and not getattr(args, "cache", None):
-        sub.cache = str(out.resolve().parent / CACHE_NAME)  # shared with single runs next to DIR
-    return sub
-
-
-#: One ordinary ``judge eval`` run: ``eval_main(args, judge) -> exit code``.
-RunVariant = Callable[[argparse.Namespace, PromptJudge | None], int]
-
-
-def compare_main(
-    args: argparse.Namespace,
-    variants: list[Variant],
-    run_variant: RunVariant,
-    judge: PromptJudge | None = None,
-) -> int:
-    """Run every variant with ``run_variant`` and compare them (exit codes: module docstring)."""
-    if getattr(args, "recorded", False):
-        _err(
-            "judge eval: --recorded scores the recorded verdicts; it cannot be combined with several variants"
-        )
-        return 2
-    bounds = parse_bounds(list(args.fail_under or []), "under") + parse_bounds(
-        list(args.fail_over or []), "over"
-    )
-    suites = _load_all(args.suite, variants)
-    if suites is None:
-        return 2
-    out = Path(args.out)
-    quiet = bool(getattr(args, "quiet", False))
-    results: list[list[CaseResult]] = []
-    metrics: list[dict[str, Any]] = []
-    all_errored: list[str] = []
-    for number, (variant, suite) in enumerate(zip(variants, suites, strict=True), start=1):
-        folder = out / variant.slug
-        if not quiet:
+    def before(number: int, variant: Variant) -> None:
+        if not settings.quiet:
+            folder = settings.out / variant.slug
             print(f"== variant {number}/{len(variants)}: {variant.name} -> {folder}", flush=True)
-        code = run_variant(_variant_args(args, variant, out), judge)
-        repeats = args.repeats if args.repeats is not None else suite.repeats
-        done = order_results(read_results(folder / "results.jsonl"), suite.cases, repeats)
-        if len(done) < len(pairs(suite.cases, repeats)):
-            if code != 2:  # not expected: an ordinary run that ended says why when it is incomplete
-                _err(f"judge eval: variant {variant.name} left results missing in {folder}")
-            _err(
-                f"judge eval: the comparison stopped at variant {variant.name}; {number - 1} of "
-                f"{len(variants)} variant(s) are complete; run the same command with --resume to finish"
-            )
-            return 2
-        if code == 2:
-            all_errored.append(variant.name)
-        results.append(done)
-        metrics.append(compute_metrics(done, name=f"{suite.name} [{variant.name}]", event=suite.event))
-    suite = suites[0]
-    comparison = build_comparison(
-        suite.name,
-        suite.cases,
-        args.repeats if args.repeats is not None else suite.repeats,
-        variants,
-        metrics,
-        results,
-    )
-    report = rounded(comparison)
-    (out / "comparison.json").write_text(
-        json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
-    write_comparison_html(report, suite.cases, out / "comparison.html")
-    if not quiet:
-        print(comparison_table(report, out))
-    if all_errored:
+
+    def after(outcome: EvalOutcome) -> None:
+        print_outcome(outcome, variant_settings(settings, variants[0]))
+
+    outcome = run_comparison(settings, variants, before, after)
+    for line in outcome.problems:
+        _err(line)
+    if outcome.problems or outcome.report is None:
+        return 2
+    if not settings.quiet:
+        print(comparison_table(outcome.report, settings.out))
+    if outcome.all_errored:
         _err(
-            f"judge eval: every judgement of {', '.join(all_errored)} errored: "
+            f"judge eval: every judgement of {', '.join(outcome.all_errored)} errored: "
             "the comparison measured nothing there"
         )
         return 2
-    failed = [
-        f"FAIL [{variant.name}] {message}"
-        for variant, exact in zip(variants, metrics, strict=True)
-        for message in check_bounds(exact, bounds)
-    ]
-    for line in failed:
-        _err(line)
-    return 1 if failed else 0
+    for line in outcome.failed:
+        _err(f"FAIL {line}")
+    return 1 if outcome.failed else 0
 
 
 def _num(value: Any, digits: int = 3) -> str:

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from judge.errors import ConfigError, JudgeError
+from judge.errors import ConfigError, JudgeError, UsageError
 
 
 def _err(message: str) -> None:
@@ -73,15 +73,11 @@ def tune_main(args: argparse.Namespace) -> int:
         return 2
 
 
-class OutDirError(JudgeError):
-    """The output folder cannot be created (checked before any LLM call is spent)."""
-
-
 def _make_out(out: str) -> None:
     try:
         Path(out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise OutDirError(f"cannot create --out {out}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot create --out {out}: {exc.strerror or exc}") from None
 
 
 def _tune(args: argparse.Namespace) -> int:

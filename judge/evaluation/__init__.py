@@ -14,9 +14,10 @@
 
 from __future__ import annotations
 
+from judge.errors import SuiteError
 from judge.evaluation.metrics import compute_report, wilson_interval
 from judge.evaluation.runner import CaseResult, run_cases
-from judge.evaluation.suite import Case, Suite, SuiteError, load_suite
+from judge.evaluation.suite import Case, Suite, load_suite
 
 __all__ = [
     "Case",

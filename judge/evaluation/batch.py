@@ -26,7 +26,6 @@ turnaround. ``report.json`` gets a ``batch`` section saying which cases went whe
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -109,15 +108,16 @@ class _Run:
         progress: Progress,
         quiet: bool,
         env: Mapping[str, str],
+        say: Callable[[str], None],
     ) -> None:
         self.suite, self.out, self.repeats, self.concurrency = suite, out, repeats, concurrency
-        self.progress, self.quiet, self.env = progress, quiet, env
+        self.progress, self.quiet, self.env, self.note = progress, quiet, env, say
         self.all_pairs = set(pairs(suite.cases, repeats))
         self.clients: dict[tuple[str, str | None], BatchClient] = {}
 
     def say(self, text: str) -> None:
         if not self.quiet:
-            print(text, file=sys.stderr, flush=True)
+            self.note(text)
 
     def client(self, provider: str, base_url: str | None) -> BatchClient:
         if base_url is not None and "***" in base_url:  # saved without its credentials
@@ -146,7 +146,7 @@ class _Run:
             cache_path=cache_path,
             on_result=emit,
             skip=self.all_pairs - todo,
-            guard=InterruptGuard(),
+            guard=InterruptGuard(note=self.note),
         )
 
     def submit(self, plan: Plan, state: BatchState, needed: set[str]) -> None:
@@ -257,6 +257,7 @@ def run_batch(  # noqa: C901
     progress: Progress,
     quiet: bool = False,
     env: Mapping[str, str] | None = None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> BatchOutcome:
     """Run ``suite``'s pairs not in ``skip`` through batches where possible (module docstring)."""
     env = os.environ if env is None else env
@@ -280,7 +281,7 @@ def run_batch(  # noqa: C901
             routes[pair] = BATCH_ROUTE if pair in plan.batch else plan.normal[pair]
     todo_batch = {pair: keys for pair, keys in plan.batch.items() if pair not in skip}
     todo_normal = {pair for pair in plan.normal if pair not in skip}
-    run = _Run(suite, out, repeats, concurrency, progress, quiet, env)
+    run = _Run(suite, out, repeats, concurrency, progress, quiet, env, say)
     total = len(run.all_pairs)
     progress.start(total, done=total - len(todo_batch) - len(todo_normal))
 

@@ -14,13 +14,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from judge.errors import UsageError
 from judge.evaluation.metrics import THRESHOLD_METRICS, UPPER_BOUND_METRICS, canonical_metric, metric_value
 
 Direction = Literal["under", "over"]
-
-
-class UsageProblem(Exception):
-    """A bad flag value (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -40,7 +37,7 @@ _METRICS: dict[Direction, tuple[str, ...]] = {"under": THRESHOLD_METRICS, "over"
 
 
 def parse_bounds(specs: list[str], direction: Direction = "under") -> list[Bound]:
-    """``["recall=0.8", ...]`` → bounds; UsageProblem for bad ones."""
+    """``["recall=0.8", ...]`` → bounds; UsageError for bad ones."""
     flag = f"--fail-{direction}"
     other: Direction = "over" if direction == "under" else "under"
     bounds = []
@@ -48,24 +45,24 @@ def parse_bounds(specs: list[str], direction: Direction = "under") -> list[Bound
         name, sep, raw = spec.partition("=")
         if not sep or not name.strip() or not raw.strip():
             example = "recall=0.8" if direction == "under" else "errorRate=0.05"
-            raise UsageProblem(f"{flag} {spec!r}: expected METRIC=VALUE, e.g. {example}")
+            raise UsageError(f"{flag} {spec!r}: expected METRIC=VALUE, e.g. {example}")
         metric = canonical_metric(name, _METRICS[direction])
         if metric is None:
             twin = canonical_metric(name, _METRICS[other])
             if twin is not None:
                 better = "lower" if direction == "under" else "higher"
-                raise UsageProblem(
+                raise UsageError(
                     f"{flag}: {twin} is better {better}; bound it with --fail-{other} {twin}={raw.strip()}"
                 )
-            raise UsageProblem(
+            raise UsageError(
                 f"{flag}: unknown metric {name.strip()!r}; valid metrics: {', '.join(_METRICS[direction])}"
             )
         try:
             value = float(raw)
         except ValueError:
-            raise UsageProblem(f"{flag} {spec!r}: {raw.strip()!r} is not a number") from None
+            raise UsageError(f"{flag} {spec!r}: {raw.strip()!r} is not a number") from None
         if not math.isfinite(value):
-            raise UsageProblem(f"{flag} {spec!r}: the bound must be a finite number")
+            raise UsageError(f"{flag} {spec!r}: the bound must be a finite number")
         bounds.append(Bound(metric, value, direction))
     return bounds
 

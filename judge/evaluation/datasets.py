@@ -17,10 +17,8 @@ output folder, plus a starting ``agent.yaml`` hook config when the folder has no
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -256,22 +254,3 @@ def convert_shadow(
     except ShadowLogError as exc:
         raise DatasetError(str(exc)) from None
     return write_suite(Path(out), f"shadow-{event}", cases, agent_yaml, event)
-
-
-def convert_main(args: argparse.Namespace) -> int:
-    """``judge datasets convert llmbar|tau-bench|shadow SOURCE --out DIR [--limit N]``."""
-    try:
-        if args.kind == "shadow":
-            event = getattr(args, "event", None) or "Stop"
-            suite = convert_shadow(args.source, args.out, getattr(args, "config", None), event, args.limit)
-        else:
-            suite = convert(args.kind, args.source, args.out, args.limit)
-    except DatasetError as exc:
-        print(f"judge datasets convert: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"judge datasets convert: cannot write {args.out}: {exc}", file=sys.stderr)
-        return 2
-    lines = sum(1 for _ in (suite.parent / "cases.jsonl").open(encoding="utf-8"))
-    print(f"wrote {suite} ({lines} cases); run it with: judge eval {suite} --out <DIR>")
-    return 0

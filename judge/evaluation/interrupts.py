@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from types import FrameType
 from typing import Any, TypeVar
 
@@ -33,9 +32,11 @@ def ignore_interrupts() -> None:
 
 class InterruptGuard:
     """Runs a coroutine with graceful SIGINT handling (in the main thread; elsewhere a
-    plain :func:`asyncio.run`). ``interrupted`` tells whether a SIGINT stopped it."""
+    plain :func:`asyncio.run`). ``interrupted`` tells whether a SIGINT stopped it;
+    ``note`` gets :data:`STOPPING_NOTE` at a second Ctrl-C."""
 
-    def __init__(self) -> None:
+    def __init__(self, note: Callable[[str], None] = lambda line: None) -> None:
+        self.note = note
         self.interrupted = False
         self._noted = False
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -50,7 +51,7 @@ class InterruptGuard:
             raise KeyboardInterrupt  # before or after the run: the ordinary behaviour
         if not self._noted:
             self._noted = True
-            print(STOPPING_NOTE, file=sys.stderr, flush=True)
+            self.note(STOPPING_NOTE)
 
     def run(self, coro: Coroutine[Any, Any, _T]) -> _T | None:
         """The coroutine's result, or None when a SIGINT cancelled it."""

@@ -29,19 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.context import parse_context
-from judge.errors import ConfigError, ContextError, JudgeError
+from judge.errors import ConfigError, ContextError, SuiteError
 from judge.files import MAX_DOCUMENT_BYTES, NotARegularFile, file_kind, read_text
 
 #: Largest cases file (it is read whole; transcripts it names are streamed).
 MAX_CASES_BYTES = 1 << 30
-
-
-class SuiteError(JudgeError):
-    """The suite (or its config or cases) cannot be used; ``problems`` holds located messages."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems))
 
 
 class RecordedVerdict(BaseModel):

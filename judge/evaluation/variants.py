@@ -15,15 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge.errors import UsageError
 from judge.evaluation.model_override import with_model
 from judge.evaluation.suite import Suite, load_suite
 
 #: Most variants one comparison runs (every pair is tested: 16 variants are 120 pairs).
 MAX_VARIANTS = 16
-
-
-class VariantProblem(Exception):
-    """Variants that cannot be compared (a usage error, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -49,13 +46,13 @@ def plan_variants(models: Sequence[str] | str | None, configs: Sequence[str] | s
     for path in configs:
         key = Path(path).expanduser().resolve()
         if key in seen:
-            raise VariantProblem(
+            raise UsageError(
                 f"--config {path} given twice (as {seen[key]!r} first): each variant must differ"
             )
         seen[key] = path
     count = max(len(models), 1) * max(len(configs), 1)
     if count > MAX_VARIANTS:
-        raise VariantProblem(
+        raise UsageError(
             f"{count} variants ({len(configs) or 1} config(s) x {len(models) or 1} model(s)); "
             f"at most {MAX_VARIANTS} can be compared in one run"
         )

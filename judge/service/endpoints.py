@@ -53,7 +53,7 @@ AGENT_CACHE_SIZE = 256
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """What the service needs; :func:`judge.service.run.serve_main` builds it from the flags."""
+    """What the service needs; :func:`judge.cli.serve.settings_from_args` builds it from the flags."""
 
     config: Config
     data_dir: Path

@@ -1,6 +1,7 @@
-"""``judge serve``: run the HTTP gate service (:mod:`judge.service.app`) under uvicorn.
+"""The service's start-up: the HTTP gate service (:mod:`judge.service.app`) run under uvicorn
+(:mod:`judge.cli.serve` turns the flags into settings and binds the socket).
 
-The listening socket is bound here, so ``--port 0`` works: the line
+The listening socket is bound before uvicorn starts, so ``--port 0`` works: the line
 ``judge serve: listening on http://HOST:PORT`` on stderr names the real port.
 SIGINT/SIGTERM shut down gracefully: the socket stops accepting, in-flight requests
 finish (their audit lines are written whole), then the process exits 0.
@@ -8,15 +9,11 @@ finish (their audit lines are written whole), then the process exits 0.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import ipaddress
-import math
 import os
 import shutil
 import signal
 import socket
-import sqlite3
 import sys
 import tempfile
 import threading
@@ -24,33 +21,21 @@ from collections.abc import Generator
 from pathlib import Path
 
 import uvicorn
+from starlette.applications import Starlette
 
-from judge.config import Config
-from judge.errors import ConfigError, StateUnavailable
 from judge.service.app import (
-    DEFAULT_MAX_BODY,
     SETTINGS_ENV,
-    TOKEN_ENV,
     ServerSettings,
     configure_logging,
-    create_app,
     settings_to_env,
 )
 from judge.service.limits import (
-    DEFAULT_BODY_TIMEOUT,
-    DEFAULT_HEADER_TIMEOUT,
     ConnectionLimits,
     GuardedH11Protocol,
     accept_backlog,
     configure,
-    default_max_connections,
-    max_connections_allowed,
-    raise_fd_limit,
 )
 from judge.service.metrics import MULTIPROC_ENV
-from judge.service.store import LOG_PLACES
-from judge.state import is_database_url
-from judge.validation import load_checked_config
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
 #: it): in bench/bench_service.py uvloop made each command hook's process start about
@@ -85,134 +70,25 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _workers(args: argparse.Namespace) -> int:
-    workers = getattr(args, "workers", None)
-    return 1 if workers is None else int(workers)
-
-
-def settings_from_args(args: argparse.Namespace) -> ServerSettings:
-    """Validate the flags; raise ValueError/ConfigError with a readable message."""
-    config = load_checked_config(args.config, on_warning=_err) if args.config else Config()
-    if not 0 <= args.port <= 65535:
-        raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
-    max_body = args.max_body if args.max_body is not None else DEFAULT_MAX_BODY
-    if max_body < 1:
-        raise ValueError(f"--max-body must be a positive number of bytes, got {max_body}")
-    workers = _workers(args)
-    if workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {workers}")
-    data_dir = Path(args.data_dir)
-    try:
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"--data-dir {data_dir}: cannot create it: {exc}") from None
-    if not os.access(data_dir, os.W_OK):
-        raise ValueError(f"--data-dir {data_dir}: not writable")
-    state = getattr(args, "state", None) or None
-    transcripts = Path(args.transcripts_dir) if args.transcripts_dir else None
-    if transcripts is not None and not transcripts.is_dir():
-        raise ValueError(f"--transcripts-dir {transcripts}: not a directory")
-    timeouts = {}
-    for flag, default in (("header_timeout", DEFAULT_HEADER_TIMEOUT), ("body_timeout", DEFAULT_BODY_TIMEOUT)):
-        value = getattr(args, flag, None)
-        value = default if value is None else float(value)
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"--{flag.replace('_', '-')} must be a positive number of seconds, got {value}")
-        timeouts[flag] = value
-    return ServerSettings(
-        config=config,
-        data_dir=data_dir,
-        transcripts_dir=transcripts,
-        max_body=max_body,
-        api_token=os.environ.get(TOKEN_ENV) or None,
-        max_connections=_max_connections(getattr(args, "max_connections", None)),
-        state=state,
-        logs=_log_place(getattr(args, "logs", None), state),
-        **timeouts,
-    )
-
-
-def _log_place(given: str | None, state: str | None) -> str:
-    """``--logs``: as given, else "database" with a PostgreSQL state and "files" without."""
-    if given is None:
-        return "database" if state is not None and is_database_url(state) else "files"
-    if given not in LOG_PLACES:
-        raise ValueError(f"--logs must be one of {', '.join(LOG_PLACES)}, got {given!r}")
-    if given == "database" and not (state is not None and is_database_url(state)):
-        raise ValueError("--logs database needs --state postgresql://... (the logs go in its tables)")
-    return given
-
-
-def _max_connections(given: int | None) -> int:
-    """The per-worker connection cap: ``--max-connections`` or derived from the (raised)
-    file descriptor limit, always below it."""
-    fd_limit = raise_fd_limit()
-    if given is None:
-        return default_max_connections(fd_limit)
-    allowed = max_connections_allowed(fd_limit)
-    if not 1 <= given <= allowed:
-        raise ValueError(
-            f"--max-connections must be between 1 and {allowed} (the open file limit is {fd_limit}), "
-            f"got {given}"
-        )
-    return given
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is a loopback address or ``localhost`` (only this machine can connect)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def serve_main(args: argparse.Namespace) -> int:
-    """Run the service until SIGINT/SIGTERM; 1 for bad flags or config, else 0."""
-    try:
-        settings = settings_from_args(args)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            _err(f"{exc.source}: {problem}" if exc.source else problem)
-        return 1
-    except ValueError as exc:
-        _err(str(exc))
-        return 1
-    if settings.api_token is None and not is_loopback(args.host):
-        # Registered custom agents may carry command hooks: an open port would let anyone
-        # who reaches it run commands on this host.
-        _err(
-            f"refusing to listen on {args.host} without {TOKEN_ENV}: anyone who can reach the port "
-            "could register custom agents (which may run command hooks); set "
-            f"{TOKEN_ENV} or listen on 127.0.0.1"
-        )
-        return 1
-    try:
-        # Built here even for --workers N: it opens the state database, so a broken one is
-        # reported now rather than in every worker.
-        app = create_app(settings)
-    except StateUnavailable as exc:
-        _err(f"judge serve: {exc}")
-        return 1
-    except (sqlite3.Error, OSError) as exc:
-        _err(f"cannot open the state database in {settings.data_dir}: {exc}")
-        return 1
+def run_service(
+    settings: ServerSettings,
+    app: Starlette,
+    sock: socket.socket,
+    workers: int,
+    config_path: str | None,
+    host: str,
+) -> None:
+    """Serve ``app`` on ``sock`` (``workers`` processes) until SIGINT/SIGTERM; the start-up
+    lines on stderr name the real port and the limits in force."""
     store = app.state.service.store
-    try:
-        sock = bind_socket(args.host, args.port)
-    except OSError as exc:
-        _err(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
-        return 1
     configure_logging()
     port = sock.getsockname()[1]
-    workers = _workers(args)
-    host = f"[{args.host}]" if ":" in args.host else args.host
+    shown = f"[{host}]" if ":" in host else host
     auth = (
         "bearer token required" if settings.api_token else "no auth (set JUDGE_API_TOKEN to require a token)"
     )
     _keep_signals_quiet()  # from here a SIGTERM/SIGINT is kept for uvicorn, never lost
-    _err(f"judge serve: listening on http://{host}:{port}")
+    _err(f"judge serve: listening on http://{shown}:{port}")
     _err(
         f"judge serve: state {store.describe()}, "
         f"logs in {'the state database' if settings.logs == 'database' else settings.data_dir}, "
@@ -227,7 +103,7 @@ def serve_main(args: argparse.Namespace) -> int:
     try:
         if workers > 1:
             store.close()  # each worker opens its own
-            _run_workers(args.config, settings, sock, workers)
+            _run_workers(config_path, settings, sock, workers)
         else:
             config = uvicorn.Config(
                 app,
@@ -242,7 +118,6 @@ def serve_main(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     _err("judge serve: stopped")
-    return 0
 
 
 #: SIGINT/SIGTERM received after "listening" was printed and before uvicorn took over its

@@ -3,8 +3,10 @@
 Claude Code runs the command with the hook input JSON on stdin and reads the answer from
 stdout. This module maps that input to judge's hook context
 (:mod:`~judge.integrations.claude_code.context`), evaluates it with
-:class:`judge.hooks.gate.Gate`, and prints Claude Code's output format
-(:mod:`~judge.integrations.claude_code.output`).
+:class:`judge.hooks.gate.Gate`, and answers in Claude Code's output format
+(:mod:`~judge.integrations.claude_code.output`): :func:`respond` returns the
+:class:`~judge.integrations.claude_code.answer.Answer` that :mod:`judge.cli.claude_code`
+writes.
 
 The process always exits 0: Claude Code only reads the JSON answer reliably on exit 0, so
 every block is expressed in JSON. Problems of the adapter itself are reported on stderr
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import signal
 import time
@@ -50,6 +51,7 @@ from typing import Any
 from judge.config import STOP_EVENTS, Config
 from judge.errors import ConfigError, ContextError
 from judge.hooks.judging import PromptJudge
+from judge.integrations.claude_code.answer import PREFIX, Answer, collecting, warn
 from judge.integrations.claude_code.config import session_configuration, start_session
 from judge.integrations.claude_code.context import (
     SubagentOutputMissing,
@@ -59,16 +61,13 @@ from judge.integrations.claude_code.context import (
     transcript_source,
 )
 from judge.integrations.claude_code.failure import (
-    PREFIX,
     adapter_failure,
     answer_for,
     checked_size,
     fail_mode_output,
     hooks_failure,
     input_failure,
-    read_stdin,
     selected_hooks,
-    warn,
 )
 from judge.integrations.claude_code.fast_path import default_state_path as fast_default_state_path
 from judge.integrations.claude_code.output import with_failures_told, with_note
@@ -94,8 +93,8 @@ __all__ = [
     "build_context",
     "fail_mode_output",
     "handle",
-    "main",
     "parse_input",
+    "respond",
     "selected_hooks",
 ]
 
@@ -242,12 +241,25 @@ def rewrite_mode(value: str | None) -> RewriteMode:
     raise ConfigError([f"rewrite mode {raw!r} is not one of {', '.join(REWRITE_MODES)}"])
 
 
-def main(args: argparse.Namespace) -> int:
-    """Entry point of ``judge claude-code``. Always exits 0 (see the module docstring)."""
-    started, age = time.monotonic(), process_age()
+def respond(args: argparse.Namespace, hook_text: str | InputError, age: float | None = None) -> Answer:
+    """``judge claude-code``'s answer to the hook input ``hook_text`` (or the reason there is
+    none): Claude Code's JSON on stdout, problems on stderr, exit code 0 (see the module
+    docstring). ``age``: seconds the caller has spent on this event so far, counted against
+    ``--timeout`` (default: this process's age)."""
+    started = time.monotonic()
+    answer = Answer()
+    with collecting(answer):
+        answer.say(_respond(args, hook_text, started, process_age() if age is None else age))
+    return answer
+
+
+def _respond(
+    args: argparse.Namespace, hook_text: str | InputError, started: float, age: float
+) -> dict[str, Any] | None:
     try:
-        stdin_text = getattr(args, "stdin_text", None)
-        hook_input = parse_input(checked_size(stdin_text) if stdin_text is not None else read_stdin())
+        if isinstance(hook_text, InputError):
+            raise hook_text
+        hook_input = parse_input(checked_size(hook_text))
     except InputError as exc:
         config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
         state_arg = getattr(args, "state", None)
@@ -256,25 +268,23 @@ def main(args: argparse.Namespace) -> int:
         def load(path: str, session: str | None) -> Config:  # the session's pinned configuration
             return session_configuration(path, state, session)[0]
 
-        input_failure(exc, config_path, load)
-        return 0
+        return input_failure(exc, config_path, load)
     event = hook_input.hook_event_name
     if event == SESSION_START:
         start_session(args, hook_input)
-        return 0
+        return None
     if event not in HANDLED_EVENTS:
         # A no-op, silently on stdout: any output could break events such as WorktreeCreate.
         warn(f"event {event!r} is not handled (handled: {', '.join(HANDLED_EVENTS)}); ignored")
-        return 0
+        return None
     config_path = getattr(args, "config", None) or os.environ.get("JUDGE_CONFIG")
     if not config_path:
         warn("no configuration: pass --config CONFIG or set JUDGE_CONFIG; not blocking")
-        return 0
+        return None
     try:
         rewrite = rewrite_mode(getattr(args, "rewrite", None))
     except ConfigError as exc:
-        adapter_failure(event, exc.problems[0])
-        return 0
+        return adapter_failure(event, exc.problems[0])
     state_arg = getattr(args, "state", None)
     state_path = Path(state_arg).expanduser() if state_arg else default_state_path()
     try:
@@ -284,8 +294,7 @@ def main(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             warn(f"{config_path}: {problem}")
         first = exc.problems[0] if exc.problems else "invalid"
-        adapter_failure(event, f"invalid judge configuration {config_path}: {first}")
-        return 0
+        return adapter_failure(event, f"invalid judge configuration {config_path}: {first}")
     data_arg = getattr(args, "data_dir", None) or os.environ.get("JUDGE_DATA_DIR")
     data_dir = Path(data_arg).expanduser() if data_arg else None
     timeout = getattr(args, "timeout", None)
@@ -295,12 +304,9 @@ def main(args: argparse.Namespace) -> int:
             bounded = run_bounded(hook_input, config, state_path, data_dir, rewrite, seconds, timeout)
             output = asyncio.run(bounded)
     except ContextError as exc:
-        hooks_failure(hook_input, config, str(exc), rewrite, note)
-        return 0
+        return hooks_failure(hook_input, config, str(exc), rewrite, note)
     except Exception as exc:  # an adapter failure (say, a damaged state file): per failMode
-        hooks_failure(hook_input, config, f"unexpected failure ({type(exc).__name__}: {exc})", rewrite, note)
-        return 0
-    output = with_note(output, note)
-    if output is not None:
-        print(json.dumps(output, ensure_ascii=False))
-    return 0
+        return hooks_failure(
+            hook_input, config, f"unexpected failure ({type(exc).__name__}: {exc})", rewrite, note
+        )
+    return with_note(output, note)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from judge.config import Config, HookSet, config_from_text, read_config_text
 from judge.errors import ConfigError
-from judge.integrations.claude_code.failure import warn
+from judge.integrations.claude_code.answer import warn
 from judge.integrations.claude_code.fast_path import default_state_path, write_index
 from judge.integrations.claude_code.pin import (
     FOLDER,

@@ -15,14 +15,13 @@ failMode decides, and the user is told.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from judge.config import Config, Hook, load_config
 from judge.decision import Decision
 from judge.errors import ConfigError
+from judge.integrations.claude_code.answer import warn
 from judge.integrations.claude_code.context import probe_context
 from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
 from judge.integrations.claude_code.output import adapter_failure_output, claude_code_output, with_note
@@ -35,8 +34,6 @@ from judge.integrations.claude_code.protocol import (
     head_fields,
 )
 from judge.validation import runnable
-
-PREFIX = "judge claude-code"
 
 
 def selected_hooks(config: Config, hook_input: ClaudeCodeInput) -> list[tuple[str, int, Hook]]:
@@ -81,37 +78,31 @@ def answer_for(
     )
 
 
-def warn(message: str) -> None:
-    """A line on stderr (Claude Code shows it in verbose mode)."""
-    print(f"{PREFIX}: {message}", file=sys.stderr)
-
-
-def adapter_failure(event: str, problem: str) -> None:
+def adapter_failure(event: str, problem: str) -> dict[str, Any]:
     """No usable configuration: deny a PreToolUse call, let the rest go on; say so."""
     blocking = event in ("PreToolUse", "PreSkillShellCommand")
     warn(f"{problem}; {'denying the tool call (fail closed)' if blocking else 'not blocking'}")
-    print(json.dumps(adapter_failure_output(event, problem), ensure_ascii=False))
+    return adapter_failure_output(event, problem)
 
 
 def hooks_failure(
     hook_input: ClaudeCodeInput, config: Config, problem: str, rewrite: RewriteMode, note: str | None = None
-) -> None:
+) -> dict[str, Any] | None:
     """The adapter failed after the configuration was loaded: the selected hooks' failMode
     decides (PreToolUse hooks block by default), as when they time out. ``note``: what the
     user was to be told besides (say, that the configuration file changed)."""
     try:
         output = fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
     except Exception:  # choosing the hooks failed too: the event's default
-        adapter_failure(hook_input.hook_event_name, problem)
-        return
+        return adapter_failure(hook_input.hook_event_name, problem)
     blocking = "systemMessage" not in output
     warn(f"{problem}; {'blocking (failMode)' if blocking else 'not blocking'}")
-    print(json.dumps(with_note(output, note), ensure_ascii=False))
+    return with_note(output, note)
 
 
 def input_failure(
     exc: InputError, config_path: str | None, load: Callable[[str, str | None], Config] | None = None
-) -> None:
+) -> dict[str, Any] | None:
     """Unusable hook input. When its event is readable and judge has hooks for it (at agent
     level or for the input's custom agent), their failMode decides (a PreToolUse call is
     denied) and the user is told; a configuration that cannot be loaded either is answered
@@ -121,7 +112,7 @@ def input_failure(
     event = exc.event
     if event not in HANDLED_EVENTS or not config_path:
         warn(f"{exc}; not blocking")
-        return
+        return None
     data = exc.data or {}
     session = data.get("session_id")
     try:
@@ -130,8 +121,7 @@ def input_failure(
         else:
             config = runnable(load_config(config_path))
     except (ConfigError, OSError) as problem:
-        adapter_failure(event, f"{exc}, and the configuration {config_path} is unusable ({problem})")
-        return
+        return adapter_failure(event, f"{exc}, and the configuration {config_path} is unusable ({problem})")
     tool, agent = data.get("tool_name"), data.get("agent_type")
     loose = ClaudeCodeInput.model_construct(
         hook_event_name=event, tool_name=tool if isinstance(tool, str) and tool else None
@@ -144,13 +134,13 @@ def input_failure(
         hooks = [(level, i, hook) for level, i, hook in hooks if hook.matches(loose.tool_name)]
     if not hooks:
         warn(f"{exc}; not blocking (no hook for it)")
-        return
+        return None
     output = fail_mode_output(loose, hooks, str(exc))
     warn(f"{exc}; {'not blocking' if 'systemMessage' in output else 'blocking (failMode)'}")
-    print(json.dumps(output, ensure_ascii=False))
+    return output
 
 
-def _too_big(text: str) -> InputError:
+def too_big(text: str) -> InputError:
     """The error for an input over the size limit, with its event and tool when its first
     64 KiB name them (so that event's failMode can decide)."""
     return InputError(f"hook input larger than {MAX_STDIN_BYTES} bytes", head_fields(text))
@@ -159,16 +149,14 @@ def _too_big(text: str) -> InputError:
 def checked_size(text: str) -> str:
     """Hook input read by the fast path: refuse one cut at the size limit (UTF-8 length)."""
     if len(text) > MAX_STDIN_BYTES // 4 and len(text.encode("utf-8")) > MAX_STDIN_BYTES:
-        raise _too_big(text)
+        raise too_big(text)
     return text
 
 
-def read_stdin() -> str:
-    """The hook input on stdin (at most the size limit)."""
-    if sys.stdin is None or sys.stdin.isatty():
-        raise InputError("no hook input: Claude Code passes the hook JSON on stdin")
-    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+def hook_text(data: bytes | None) -> str | InputError:
+    """The hook input from stdin's bytes (at most one byte over the limit read), or why
+    there is none: no stdin, or an input over the size limit."""
+    if data is None:
+        return InputError("no hook input: Claude Code passes the hook JSON on stdin")
     text = data.decode("utf-8", errors="replace")
-    if len(data) > MAX_STDIN_BYTES:
-        raise _too_big(text)
-    return text
+    return too_big(text) if len(data) > MAX_STDIN_BYTES else text

@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 from typing import Any
 
 from judge import __version__
@@ -179,37 +178,28 @@ def _nothing_to_do(index: dict[str, Any], hook_input: dict[str, Any]) -> bool:
     return True
 
 
-def try_fast(argv: list[str]) -> tuple[int | None, str | None]:
-    """Answer ``judge claude-code ARGV`` from the index when nothing is to be done.
-
-    Returns ``(0, None)`` when answered (nothing printed: Claude Code goes on), else
-    ``(None, stdin_text)`` — the full adapter must run, with the hook input already read
-    (``None`` when stdin was not read).
-    """
+def try_fast(argv: list[str], data: bytes | None) -> bool:
+    """Whether ``judge claude-code ARGV`` with hook input ``data`` (stdin's bytes, ``None``
+    without any) is answered from the index: nothing to do, nothing to print, exit 0.
+    ``False``: the full adapter must run."""
     flags = _parse_flags(argv)
     config = (flags or {}).get("--config") or os.environ.get("JUDGE_CONFIG")
-    if flags is None or not config or sys.stdin is None or sys.stdin.isatty():
-        return None, None
-    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
-    text = data.decode("utf-8", errors="replace")
-    if len(data) > MAX_STDIN_BYTES:
-        return None, text
+    if flags is None or not config or data is None or len(data) > MAX_STDIN_BYTES:
+        return False
     state = flags.get("--state")
     state = os.path.expanduser(state) if state else default_state_path()
     index = _read_index(state, config)
     if index is None:
-        return None, text
+        return False
     try:
-        hook_input = json.loads(text)
+        hook_input = json.loads(data.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError):  # the full adapter tells what is wrong
-        return None, text
-    if (
+        return False
+    return (
         isinstance(hook_input, dict)
         and _same_config(index, hook_input, state, config, "--pinned" in flags)
         and _nothing_to_do(index, hook_input)
-    ):
-        return 0, None
-    return None, text
+    )
 
 
 def _same_config(

@@ -47,6 +47,7 @@ from typing import Any
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
+from judge.integrations.claude_code.answer import Answer
 from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_EVENTS,
     HANDLED_EVENTS,
@@ -313,7 +314,7 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def install(args: argparse.Namespace, project: Path) -> int:
+def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
     path = settings_path(args.scope, project)
     entries: list[Entry] = []
     if not args.uninstall:
@@ -327,12 +328,12 @@ def install(args: argparse.Namespace, project: Path) -> int:
             lines = "\n".join(f"  {p}" for p in exc.problems)
             raise InstallError(f"invalid judge configuration {config_path}:\n{lines}") from None
         for warning in block_cap_warnings(config):
-            print(f"warning: {warning}", file=sys.stderr)
+            answer.error(f"warning: {warning}")
         timeout = getattr(args, "install_timeout", None)
         rewrite = getattr(args, "install_rewrite", None)
         entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)
         if not entries:
-            print(f"{config_path} has no hooks Claude Code can run; registering nothing", file=sys.stderr)
+            answer.error(f"{config_path} has no hooks Claude Code can run; registering nothing")
     before, settings = read_settings(path)
     try:  # copying a value nested hundreds deep (it parsed) can still exceed the recursion limit
         merged, notes = merge(settings, entries)
@@ -346,32 +347,31 @@ def install(args: argparse.Namespace, project: Path) -> int:
             "fix it by hand first, nothing was changed"
         ) from None
     for note in notes:
-        print(note, file=sys.stderr)
+        answer.error(note)
     if unchanged:
-        print(f"{path}: already up to date")
-        return 0
+        answer.print(f"{path}: already up to date")
+        return
     if args.dry_run:
         diff = difflib.unified_diff(
             before.splitlines(keepends=True), after.splitlines(keepends=True), str(path), str(path)
         )
-        sys.stdout.writelines(diff)
-        return 0
+        answer.stdout += "".join(diff)
+        return
     write_atomically(path, after)
     if args.uninstall:
-        print(f"{path}: removed judge's hook entries")
+        answer.print(f"{path}: removed judge's hook entries")
     else:
         events = ", ".join(dict.fromkeys(e.event for e in entries))
-        print(f"{path}: judge registered for {events}")
-    return 0
+        answer.print(f"{path}: judge registered for {events}")
 
 
-def install_main(args: argparse.Namespace) -> int:
-    """Entry point of ``judge claude-code install``: 0 done, 1 refused (message on stderr)."""
+def install_answer(args: argparse.Namespace, project: Path) -> Answer:
+    """``judge claude-code install`` in ``project``: exit code 0 done, 1 refused (the reason
+    on stderr, the settings untouched)."""
+    answer = Answer()
     try:
-        return install(args, Path.cwd())
-    except InstallError as exc:
-        print(f"judge claude-code install: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"judge claude-code install: {exc}", file=sys.stderr)
-        return 1
+        install(args, project, answer)
+    except (InstallError, OSError) as exc:
+        answer.error(f"judge claude-code install: {exc}")
+        answer.code = 1
+    return answer
