@@ -44,8 +44,9 @@ from typing import Any
 import yaml
 
 from judge.cli.eval import eval_main
-from judge.evaluation.metrics import compute_report, wilson_interval
+from judge.evaluation.metrics import compute_report
 from judge.evaluation.runner import read_results
+from judge.evaluation.stats import wilson_interval
 from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 

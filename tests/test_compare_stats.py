@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from judge.evaluation.compare_stats import EXACT_LIMIT, half_tail, holm, log_tail, mcnemar_exact
+from judge.evaluation.stats import EXACT_LIMIT, half_tail, holm, log_tail, mcnemar_exact
 
 
 def exact_two_sided(b: int, c: int) -> tuple[Fraction, Fraction]:

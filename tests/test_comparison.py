@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from judge.errors import UsageError
-from judge.evaluation.comparison import build_comparison, case_decisions
 from judge.evaluation.metrics import compute_metrics
+from judge.evaluation.reports.comparison import build_comparison, case_decisions
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case
 from judge.evaluation.variants import plan_variants

@@ -16,7 +16,7 @@ import pytest
 
 from judge.cli import build_parser
 from judge.cli.eval import eval_main
-from judge.evaluation.batch import load_state
+from judge.evaluation.batch.run import load_state
 from judge.evaluation.metrics import stable_view
 from judge.evaluation.runner import read_results
 from judge.testing import LLMRequest, LLMServer, Reply, fail, verdict
@@ -313,7 +313,7 @@ def test_a_batch_that_cannot_be_submitted_is_a_clear_error(
 
 
 def test_large_runs_are_split_into_several_batches(tmp_path: Path, env: pytest.MonkeyPatch) -> None:
-    from judge.evaluation.batch_openai import OpenAIBatches
+    from judge.evaluation.batch.openai import OpenAIBatches
 
     env.setattr(OpenAIBatches, "max_requests", 3)
     suite = write_suite(tmp_path / "s", labelled_rows(4), LLM_CONFIG)

@@ -10,7 +10,7 @@ import pytest
 
 from judge.cli import main
 from judge.config import config_from_data
-from judge.evaluation.model_override import with_model
+from judge.evaluation.variants import with_model
 
 REPO = Path(__file__).resolve().parents[1]
 

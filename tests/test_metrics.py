@@ -5,15 +5,9 @@ from __future__ import annotations
 import pytest
 
 from judge.decision import Usage
-from judge.evaluation.metrics import (
-    canonical_metric,
-    cohen_kappa,
-    compute_report,
-    percentile,
-    stable_view,
-    wilson_interval,
-)
+from judge.evaluation.metrics import canonical_metric, compute_report, percentile, stable_view
 from judge.evaluation.runner import CaseResult
+from judge.evaluation.stats import cohen_kappa, wilson_interval
 
 
 def res(

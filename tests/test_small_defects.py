@@ -15,12 +15,12 @@ from judge.config import config_from_data
 from judge.evaluation.cache import JudgementCache
 from judge.evaluation.metrics import compute_report
 from judge.evaluation.runner import CaseResult, run_cases
+from judge.evaluation.stats import mcnemar_exact
 from judge.evaluation.suite import Case
 from judge.hooks.engine import Engine
 from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations import wrap_dispatcher
 from judge.tuning.measure import hook_verdict
-from judge.tuning.stats import mcnemar_exact
 from tests.test_integrations import FREE_USER, Dispatcher, tool_use
 
 # --------------------------------------------------------------------------- dispatcher
@@ -56,11 +56,11 @@ def exact_reference(b: int, c: int) -> float:
 
 @pytest.mark.parametrize(("b", "c"), [(600, 600), (500, 700), (512, 512), (0, 1024), (480, 560), (1, 3000)])
 def test_mcnemar_with_1024_or_more_discordant_pairs(b: int, c: int) -> None:
-    assert mcnemar_exact(b, c) == pytest.approx(exact_reference(b, c), rel=1e-12, abs=1e-300)
+    assert mcnemar_exact(b, c).p_value == pytest.approx(exact_reference(b, c), rel=1e-12, abs=1e-300)
 
 
 def test_mcnemar_with_very_many_pairs_is_quick_and_finite() -> None:
-    p = mcnemar_exact(50_000, 50_600)
+    p = mcnemar_exact(50_000, 50_600).p_value
     assert 0.0 < p < 1.0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from judge.evaluation.stats import balanced_accuracy
 from judge.tuning.budget import Budget, BudgetedLLM
 from judge.tuning.optimizer import (
     ItemOutcome,
@@ -12,7 +13,6 @@ from judge.tuning.optimizer import (
     SplitEval,
     parse_proposals,
 )
-from judge.tuning.stats import balanced_accuracy
 
 PROMPT = 'Judge it.\n$ARGUMENTS\n{"ok": true} / {"ok": false, "reason": "..."}'
 

@@ -6,26 +6,20 @@ import math
 
 import pytest
 
-from judge.tuning.stats import (
-    ItemPair,
-    balanced_accuracy,
-    compare_paired,
-    flip_rate,
-    majority_vote,
-    mcnemar_exact,
-)
+from judge.evaluation.stats import balanced_accuracy, flip_rate, majority_vote, mcnemar_exact
+from judge.tuning.stats import ItemPair, compare_paired
 
 
 def test_mcnemar_matches_the_binomial_tail() -> None:
-    assert mcnemar_exact(0, 0) == 1.0
-    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
-    assert mcnemar_exact(9, 1) == pytest.approx(2 * 11 / 1024)
-    assert mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(0, 0).p_value == 1.0
+    assert mcnemar_exact(0, 5).p_value == pytest.approx(2 / 32)
+    assert mcnemar_exact(9, 1).p_value == pytest.approx(2 * 11 / 1024)
+    assert mcnemar_exact(3, 3).p_value == 1.0
     # symmetric in b and c
-    assert mcnemar_exact(2, 12) == mcnemar_exact(12, 2)
+    assert mcnemar_exact(2, 12).p_value == mcnemar_exact(12, 2).p_value
     n, k = 30, 8
     expected = 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n
-    assert mcnemar_exact(k, n - k) == pytest.approx(expected)
+    assert mcnemar_exact(k, n - k).p_value == pytest.approx(expected)
 
 
 def test_mcnemar_refuses_negative_counts() -> None:
@@ -67,7 +61,7 @@ def test_paired_comparison_lists_flips_in_both_directions() -> None:
     assert [i.id for i in c.regressed] == ["b"]
     assert (c.n, c.both_right, c.both_wrong) == (5, 1, 1)
     assert c.accuracy_a == pytest.approx(2 / 5) and c.accuracy_b == pytest.approx(3 / 5)
-    assert c.p_value == pytest.approx(mcnemar_exact(2, 1))
+    assert c.p_value == pytest.approx(mcnemar_exact(2, 1).p_value)
     assert {i.id for i in c.changed} == {"a", "b", "e", "f"}
 
 

@@ -1,5 +1,5 @@
 """``judge datasets convert llmbar|tau-bench|shadow SOURCE --out DIR [--limit N]``:
-a public dataset or a shadow log turned into an eval suite (:mod:`judge.evaluation.datasets`)."""
+a public dataset or a shadow log turned into an eval suite (:mod:`judge.evaluation.datasets.convert`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 def convert_main(args: argparse.Namespace) -> int:
     """0 written; 2 the source cannot be converted or the suite cannot be written."""
-    from judge.evaluation.datasets import DatasetError, convert, convert_shadow
+    from judge.evaluation.datasets.convert import DatasetError, convert, convert_shadow
 
     try:
         if args.kind == "shadow":

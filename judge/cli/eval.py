@@ -17,9 +17,9 @@ from typing import Any
 
 from judge.cli.progress import make_progress
 from judge.errors import UsageError
-from judge.evaluation.batch_state import summary_lines as batch_summary
+from judge.evaluation.batch.state import summary_lines as batch_summary
 from judge.evaluation.bounds import parse_bounds
-from judge.evaluation.cascade_report import cascade_summary
+from judge.evaluation.reports.cascade import cascade_summary
 from judge.evaluation.run import EvalOutcome, EvalSettings, run_eval
 from judge.evaluation.runner import DEFAULT_CONCURRENCY
 from judge.evaluation.variants import Variant, plan_variants

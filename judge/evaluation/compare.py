@@ -4,7 +4,7 @@ as a library call: :func:`run_comparison` returns a :class:`ComparisonOutcome`.
 Each variant (:mod:`judge.evaluation.variants`) is an ordinary run
 (:func:`judge.evaluation.run.run_eval`) into ``DIR/<slug>/`` (results.jsonl, report.json,
 junit.xml, report.html, run.json: the same files, cache and ``--resume`` as a single run);
-then ``DIR/comparison.json`` (:mod:`judge.evaluation.comparison`) and
+then ``DIR/comparison.json`` (:mod:`judge.evaluation.reports.comparison`) and
 ``DIR/comparison.html`` are written. The comparison stops at a variant that could not
 complete (``--resume`` continues); each bound applies to each variant.
 """
@@ -19,9 +19,9 @@ from typing import Any
 
 from judge.errors import SuiteError
 from judge.evaluation.bounds import check_bounds
-from judge.evaluation.compare_html import write_comparison_html
-from judge.evaluation.comparison import build_comparison
 from judge.evaluation.metrics import compute_metrics, rounded
+from judge.evaluation.reports.comparison import build_comparison
+from judge.evaluation.reports.comparison_html import write_comparison_html
 from judge.evaluation.run import EvalOutcome, EvalSettings, run_eval
 from judge.evaluation.runner import CaseResult, order_results, pairs, read_results
 from judge.evaluation.suite import Suite

@@ -53,8 +53,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from judge.evaluation.cascade_report import cascade_section
+from judge.evaluation.reports.cascade import cascade_section
 from judge.evaluation.runner import CaseResult
+from judge.evaluation.stats import balanced_accuracy, cohen_kappa, flip_counts, wilson_interval
 
 #: Metrics ``--fail-under`` accepts (higher is better for each).
 THRESHOLD_METRICS: tuple[str, ...] = (
@@ -85,20 +86,6 @@ DIGITS = 6
 VOLATILE_KEYS: tuple[str, ...] = ("latencyMs", "cachedResults")
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval of ``successes``/``n``; (0, 1) when ``n`` is 0."""
-    if n <= 0:
-        return (0.0, 1.0)
-    if not 0 <= successes <= n:
-        raise ValueError(f"successes must be between 0 and n ({n}), got {successes}")
-    p = successes / n
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    center = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return (max(0.0, center - half), min(1.0, center + half))
-
-
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The ``q``-th percentile (0-100), linear interpolation between closest ranks."""
     if not values:
@@ -108,20 +95,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = min(lo + 1, len(ordered) - 1)
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-def cohen_kappa(tp: int, fp: int, tn: int, fn: int) -> float | None:
-    """Cohen's kappa between decisions and labels (None without judgements; see module doc)."""
-    n = tp + fp + tn + fn
-    if n == 0:
-        return None
-    po = (tp + tn) / n
-    judge_block = (tp + fp) / n
-    label_block = (tp + fn) / n
-    pe = judge_block * label_block + (1 - judge_block) * (1 - label_block)
-    if 1.0 - pe <= 1e-12:
-        return 1.0 if po >= 1.0 - 1e-12 else 0.0
-    return (po - pe) / (1.0 - pe)
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -154,7 +127,7 @@ def _classification(scored: list[CaseResult]) -> tuple[dict[str, Any], dict[str,
     n = len(scored)
     recall = _ratio(tp, tp + fn)
     specificity = _ratio(tn, tn + fp)
-    balanced = (recall + specificity) / 2 if recall is not None and specificity is not None else None
+    balanced = balanced_accuracy([(r.verdict, r.label) for r in scored], both_classes=True)
     out: dict[str, Any] = {
         "scored": n,
         "confusion": {"tp": tp, "fp": fp, "tn": tn, "fn": fn},
@@ -181,18 +154,16 @@ def _classification(scored: list[CaseResult]) -> tuple[dict[str, Any], dict[str,
 
 def _flips(results: list[CaseResult]) -> dict[str, int]:
     """Flip counts per case and per pair of repeats (see the module docstring)."""
-    blocks: dict[str, int] = defaultdict(int)
-    counts: dict[str, int] = defaultdict(int)
+    per_case: dict[str, list[str | None]] = defaultdict(list)
     for r in results:
         if r.decision is not None and r.error is None:
-            blocks[r.id] += r.verdict == "block"
-            counts[r.id] += 1
-    eligible = [cid for cid, c in counts.items() if c >= 2]
+            per_case[r.id].append(r.verdict)
+    counts = flip_counts(per_case.values())
     return {
-        "flipped": sum(1 for cid in eligible if 0 < blocks[cid] < counts[cid]),
-        "eligible": len(eligible),
-        "disagreeingPairs": sum(blocks[cid] * (counts[cid] - blocks[cid]) for cid in eligible),
-        "pairs": sum(counts[cid] * (counts[cid] - 1) // 2 for cid in eligible),
+        "flipped": counts.flipped,
+        "eligible": counts.eligible,
+        "disagreeingPairs": counts.disagreeing_pairs,
+        "pairs": counts.pairs,
     }
 
 

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import SuiteError, UsageError
-from judge.evaluation.batch import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
+from judge.evaluation.batch.run import BatchOutcome, add_batch_section, batch_settings_problem, run_batch
 from judge.evaluation.bounds import Bound, check_bounds
 from judge.evaluation.cache import CACHE_NAME, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
-from judge.evaluation.junit import write_junit
 from judge.evaluation.metrics import compute_metrics, rounded
 from judge.evaluation.progress import Progress
-from judge.evaluation.report_html import write_html
+from judge.evaluation.reports.html import write_html
+from judge.evaluation.reports.junit import write_junit
 from judge.evaluation.runner import (
     DEFAULT_CONCURRENCY,
     CaseResult,

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge.config import Config, Hook, HookSet
 from judge.errors import UsageError
-from judge.evaluation.model_override import with_model
 from judge.evaluation.suite import Suite, load_suite
 
 #: Most variants one comparison runs (every pair is tested: 16 variants are 120 pairs).
@@ -80,3 +80,29 @@ def load_variant_suite(path: str | Path, variant: Variant) -> Suite:
     if variant.model is None:
         return suite
     return dataclasses.replace(suite, config=with_model(suite.config, variant.model))
+
+
+def _hookset(hooks: HookSet, model: str) -> HookSet:
+    def replace(entries: list[Hook]) -> list[Hook]:
+        return [h.model_copy(update={"model": model}) if h.type == "prompt" else h for h in entries]
+
+    return hooks.model_copy(
+        update={
+            "Stop": replace(hooks.Stop),
+            "SubagentStop": replace(hooks.SubagentStop),
+            "PostToolUse": replace(hooks.PostToolUse),
+            "PreToolUse": replace(hooks.PreToolUse),
+        }
+    )
+
+
+def with_model(config: Config, model: str | None) -> Config:
+    """``config`` with every prompt hook's ``model`` set to ``model`` (unchanged if None): what
+    ``--model TIER_OR_MODEL`` judges with (the flag is :class:`judge.cli.model_flag.ModelFlag`)."""
+    if model is None:
+        return config
+    agents = {
+        name: agent.model_copy(update={"hooks": _hookset(agent.hooks, model)})
+        for name, agent in config.custom_agents.items()
+    }
+    return config.model_copy(update={"hooks": _hookset(config.hooks, model), "custom_agents": agents})

@@ -19,6 +19,7 @@ from typing import Any
 from judge.config import Config, Hook, HookSet
 from judge.errors import JudgeError
 from judge.evaluation.runner import CaseResult, run_cases
+from judge.evaluation.stats import balanced_accuracy, flip_rate, majority_vote
 from judge.evaluation.suite import Case
 from judge.hooks.judging import PromptJudge
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
@@ -26,7 +27,6 @@ from judge.llm.tiers import ResolvedModel
 from judge.tuning.budget import Budget
 from judge.tuning.optimizer import ItemOutcome, SplitEval
 from judge.tuning.splits import Split
-from judge.tuning.stats import balanced_accuracy, flip_rate, majority_vote
 
 DESCRIBE_CHARS = 1500
 

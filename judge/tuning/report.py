@@ -13,7 +13,7 @@ import difflib
 import html
 from typing import TYPE_CHECKING, Any
 
-from judge.evaluation.metrics import wilson_interval
+from judge.evaluation.stats import wilson_interval
 from judge.tuning.optimizer import Candidate, SplitEval
 from judge.tuning.stats import ItemPair, PairedComparison
 

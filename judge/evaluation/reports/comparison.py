@@ -4,7 +4,7 @@
   as ``report.json``, :mod:`judge.evaluation.metrics`) with 95% Wilson intervals, latency
   p50/p95, tokens and cost.
 * ``pairs`` — every pair of variants: how often they decide a case the same way, and
-  McNemar's exact test (:mod:`judge.evaluation.compare_stats`) on the labelled cases
+  McNemar's exact test (:mod:`judge.evaluation.stats`) on the labelled cases
   both decided: ``aOnlyCorrect`` / ``bOnlyCorrect`` are the discordant counts,
   ``pValue`` the two-sided exact binomial p-value, ``midPValue`` its mid-p version,
   ``pValueHolm`` the exact p-value adjusted for testing all pairs (Holm).
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from judge.evaluation.compare_stats import holm, mcnemar_exact
 from judge.evaluation.metrics import percentile
 from judge.evaluation.runner import CaseResult
+from judge.evaluation.stats import holm, mcnemar_exact
 from judge.evaluation.suite import Case
 from judge.evaluation.variants import Variant
 

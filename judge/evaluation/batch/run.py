@@ -3,7 +3,7 @@ Anthropic Message Batches) at their lower price, hours of latency allowed.
 
 One run:
 
-1. :func:`~judge.evaluation.batch_requests.plan_batch` routes every (case, repeat):
+1. :func:`~judge.evaluation.batch.requests.plan_batch` routes every (case, repeat):
    to a batch when all its hooks are prompt hooks on OpenAI or Anthropic models and its
    transcript can be inlined, else the normal way (the reason is recorded);
 2. the batch requests not already answered (judgement cache) or submitted (``--resume``)
@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import HookError
-from judge.evaluation.batch_answers import AnsweredFirstJudge, BatchAnswerJudge, keep_answers
-from judge.evaluation.batch_requests import (
+from judge.evaluation.batch.answers import AnsweredFirstJudge, BatchAnswerJudge, keep_answers
+from judge.evaluation.batch.requests import (
     Pair,
     Plan,
     max_transcript_chars,
     plan_batch,
 )
-from judge.evaluation.batch_state import (
+from judge.evaluation.batch.state import (
     BATCH_ROUTE,
     BatchState,
     SavedBatch,
@@ -50,7 +50,7 @@ from judge.evaluation.batch_state import (
     report_section,
     save_state,
 )
-from judge.evaluation.batch_status import (
+from judge.evaluation.batch.status import (
     BatchClient,
     BatchError,
     BatchSetupError,
@@ -75,11 +75,11 @@ from judge.redact import redact_url
 
 def _client(provider: str, base_url: str | None, env: Mapping[str, str]) -> BatchClient:
     if provider == "openai":
-        from judge.evaluation.batch_openai import OpenAIBatches
+        from judge.evaluation.batch.openai import OpenAIBatches
 
         key, _ = api_settings(env, "OPENAI_API_KEY", "OPENAI_BASE_URL", "openai")
         return OpenAIBatches(key, base_url)
-    from judge.evaluation.batch_anthropic import AnthropicBatches
+    from judge.evaluation.batch.anthropic import AnthropicBatches
 
     key, _ = api_settings(env, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "anthropic")
     return AnthropicBatches(key, base_url)

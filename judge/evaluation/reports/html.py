@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from judge.evaluation.cascade_report import cascade_html
+from judge.evaluation.reports.cascade import cascade_html
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
 from judge.files import open_regular

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from typing import Any
 
-from judge.evaluation.batch_status import BatchError, BatchStatus, Outcome
+from judge.evaluation.batch.status import BatchError, BatchStatus, Outcome
 from judge.redact import redact_url
 
 ENDPOINT = "/v1/chat/completions"

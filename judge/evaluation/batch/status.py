@@ -1,5 +1,5 @@
-"""What the batch clients of :mod:`judge.evaluation.batch_openai` and
-:mod:`judge.evaluation.batch_anthropic` report: a batch's status and each request's outcome."""
+"""What the batch clients of :mod:`judge.evaluation.batch.openai` and
+:mod:`judge.evaluation.batch.anthropic` report: a batch's status and each request's outcome."""
 
 from __future__ import annotations
 

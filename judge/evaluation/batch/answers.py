@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from judge.errors import HookError
-from judge.evaluation.batch_requests import Plan, batch_key, read_answer
-from judge.evaluation.batch_status import Outcome
+from judge.evaluation.batch.requests import Plan, batch_key, read_answer
+from judge.evaluation.batch.status import Outcome
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 from judge.llm.providers.base import SDKProvider

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from judge.evaluation.batch_status import BatchError, BatchStatus, Outcome
+from judge.evaluation.batch.status import BatchError, BatchStatus, Outcome
 from judge.redact import redact_url
 
 #: Requests and bytes per batch: the API takes up to 100,000 requests and 256 MB; one

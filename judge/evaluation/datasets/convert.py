@@ -244,7 +244,7 @@ def convert_shadow(
     source: str | Path, out: str | Path, config: str | None, event: str, limit: int | None
 ) -> Path:
     """A suite from a shadow log, judged with a copy of ``config``. Raises DatasetError."""
-    from judge.evaluation.shadow import ShadowLogError, shadow_cases
+    from judge.evaluation.datasets.shadow import ShadowLogError, shadow_cases
 
     if not config:
         raise DatasetError("shadow: --config CONFIG is needed (the hooks the suite judges with)")

@@ -11,7 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from judge.evaluation.report_html import PAGE_CSS
+from judge.evaluation.reports.html import PAGE_CSS
 from judge.evaluation.suite import Case
 
 #: Disagreements shown on the page (comparison.json lists them all).

@@ -13,7 +13,7 @@ only records what it is asked (:class:`_Collector`), so the hooks, their order a
 context they see are exactly those of the normal path. Each request's id is its
 :func:`batch_key`; the answers are read with the providers' own response parsers and the
 tool loop's verdict finder, and handed back to the engine by
-:class:`judge.evaluation.batch_answers.BatchAnswerJudge`.
+:class:`judge.evaluation.batch.answers.BatchAnswerJudge`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from judge.context import context_json, parse_context
 from judge.errors import HookError
-from judge.evaluation.batch_status import BatchSetupError
+from judge.evaluation.batch.status import BatchSetupError
 from judge.evaluation.cache import cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
