@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.cli.eval import CACHE_NAME
+from judge.evaluation.cache import CACHE_NAME
 from judge.config import config_from_data
 from judge.errors import HookError
 from judge.hooks.command import ENV_ALLOWLIST, run_command_hook
