@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
     from judge.integrations.dispatcher import SessionFacts, wrap_dispatcher
     from judge.integrations.stop_gate import StopGate, StopVerdict
-    from judge.llm import LLMJudge
+    from judge.llm.judge import LLMJudge
     from judge.llm.loop import JudgementTrace
     from judge.logs.audit import AuditLog
     from judge.state import Store, open_store
@@ -49,7 +49,7 @@ _LAZY = {
     "PromptVerdict": "judge.hooks.judging",
     "parse_context": "judge.context",
     # the LLM judge
-    "LLMJudge": "judge.llm",
+    "LLMJudge": "judge.llm.judge",
     "JudgementTrace": "judge.llm.loop",
     # configuration
     "Config": "judge.config",

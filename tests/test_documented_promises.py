@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.evaluation.cache import CACHE_NAME
 from judge.config import config_from_data
 from judge.errors import HookError
+from judge.evaluation.cache import CACHE_NAME
 from judge.hooks.command import ENV_ALLOWLIST, run_command_hook
 from judge.hooks.engine import Engine
 from judge.hooks.judging import PromptRequest, PromptVerdict

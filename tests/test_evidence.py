@@ -26,7 +26,7 @@ from judge.llm.evidence import (
     with_evidence,
 )
 from judge.llm.providers.fake import FakeProvider
-from judge.llm.tools import Budget
+from judge.llm.tools import ToolDeadline
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -44,7 +44,7 @@ def transcript(tmp_path: Path) -> Path:
 def checked(quote: str, line: int, path: Path) -> str | None:
     found, problems = parse_citations([{"line": line, "quote": quote}])
     assert not problems, problems
-    return check_citation(found[0], path, Budget(), 30)
+    return check_citation(found[0], path, ToolDeadline(), 30)
 
 
 def test_quotes_are_compared_whitespace_normalised_within_two_lines(transcript: Path) -> None:

@@ -28,7 +28,7 @@ from judge.llm.providers.features_memo import (
     server_key,
 )
 from judge.llm.providers.pool import close_clients
-from judge.llm.text_tools import RESULTS_HEADER
+from judge.llm.written_calls import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, say, verdict
 
 KEY = "openai http://127.0.0.1:8089/v1 qwen"

@@ -13,8 +13,8 @@ import pytest
 from judge.config import Hook
 from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
-from judge.llm.reading import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.llm.tools import TranscriptTools
+from judge.llm.tools.read_log import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.testing import LLMServer, call, say, verdict
 
 FORMATS = ["openai", "anthropic"]

@@ -17,7 +17,7 @@ from judge.errors import HookError
 from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.providers.schemas import DEFAULT_REASON_CHARS, LIMITED_CITATIONS, local_server, reason_limit
-from judge.llm.text_tools import RESULTS_HEADER
+from judge.llm.written_calls import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, fail, say, verdict
 
 FORMATS = ["openai", "anthropic"]

@@ -16,8 +16,8 @@ from judge.errors import HookError
 from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
 from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
-from judge.llm.reading import DECIDE
-from judge.llm.text_tools import RESULTS_HEADER
+from judge.llm.tools.read_log import DECIDE
+from judge.llm.written_calls import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, call, fail, say, verdict
 
 FORMATS = ["openai", "anthropic"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge.llm.truncated import MARK, MAX_REASON, cut_off_verdict
+from judge.llm.verdicts import MARK, MAX_REASON, cut_off_verdict
 
 
 @pytest.mark.parametrize(

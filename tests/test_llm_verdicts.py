@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from judge.llm.truncated import MARK
-from judge.llm.verdicts import cut_off, find_verdict
+from judge.llm.verdicts import MARK, cut_off, find_verdict
 
 
 @pytest.mark.parametrize(

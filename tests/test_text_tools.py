@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.llm.text_tools import (
+from judge.llm.tools import TranscriptTools
+from judge.llm.written_calls import (
     RESULTS_HEADER,
     TextToolCall,
     find_text_tool_calls,
@@ -15,7 +16,6 @@ from judge.llm.text_tools import (
     text_tools_enabled,
     validate_arguments,
 )
-from judge.llm.tools import TranscriptTools
 
 
 @pytest.fixture(scope="module")

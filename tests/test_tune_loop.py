@@ -21,7 +21,7 @@ from judge.evaluation.suite import load_suite
 from judge.llm.providers.base import Message, ToolSpec
 from judge.llm.providers.fake import FakeProvider
 from judge.llm.tiers import ResolvedModel
-from judge.tuning.budget import Budget, BudgetError
+from judge.tuning.call_budget import BudgetError, CallBudget
 from judge.tuning.tuner import TuneOptions, tune
 
 GOOD = "cite a source"
@@ -203,7 +203,7 @@ async def test_worse_only_edits_keep_the_baseline(tmp_path: Path) -> None:
 
 
 def test_budget_counts_and_refuses() -> None:
-    budget = Budget(2)
+    budget = CallBudget(2)
     budget.take()
     budget.take()
     assert not budget.can_afford(1)

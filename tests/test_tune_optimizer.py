@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judge.evaluation.stats import balanced_accuracy
-from judge.tuning.budget import Budget, BudgetedLLM
+from judge.tuning.call_budget import BudgetedLLM, CallBudget
 from judge.tuning.optimizer import (
     ItemOutcome,
     Optimizer,
@@ -54,7 +54,7 @@ async def test_optimizer_selects_on_dev_and_never_asks_for_test() -> None:
     better = PROMPT.replace("Judge it.", "Block odd items.")
     llm = ScriptedLLM(["critique", f"<PROMPT>{better}</PROMPT>"])
     evaluator = SpyEvaluator()
-    budget = Budget(None)
+    budget = CallBudget(None)
     result = await Optimizer(
         PROMPT, evaluator, BudgetedLLM(llm, budget), budget, OptimizerSettings(rounds=3, beam=1)
     ).run()
@@ -72,7 +72,7 @@ async def test_optimizer_error_keeps_what_was_found() -> None:
         async def propose(self, prompt: str) -> str:
             raise RuntimeError("provider down")
 
-    budget = Budget(None)
+    budget = CallBudget(None)
     result = await Optimizer(PROMPT, SpyEvaluator(), Failing(), budget, OptimizerSettings(rounds=2)).run()
     assert result.winner is result.baseline
     assert result.stopped == "optimizer error: provider down"
@@ -86,4 +86,4 @@ def test_parse_proposals_handles_fences_and_case() -> None:
 
 def test_negative_budget_is_refused() -> None:
     with pytest.raises(ValueError):
-        Budget(-1)
+        CallBudget(-1)

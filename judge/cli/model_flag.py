@@ -40,7 +40,7 @@ class ModelFlag(argparse.Action):
         previous: list[str] = list(getattr(namespace, self.dest, None) or [])
         if not value:
             parser.error(f"{option_string}: name a tier (e.g. ReasoningFast) or a model (e.g. openai:gpt-4o)")
-        from judge.validation.models import model_problem  # lazily: the CLI starts fast
+        from judge.validation.model_names import model_problem  # lazily: the CLI starts fast
 
         problem = model_problem(value, os.environ, None)
         if problem:

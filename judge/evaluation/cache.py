@@ -71,12 +71,10 @@ def _model_label(request: PromptRequest) -> str:
 
 
 def _one_label(model: str, request: PromptRequest) -> str:
+    from judge.llm.tiers import model_label
+
     try:
-        from judge.llm.tiers import resolve_model
-    except ImportError:  # pragma: no cover - the LLM layer is part of the package
-        return model
-    try:
-        return resolve_model(model, request.models).label
+        return model_label(model, request.models)
     except ValueError as exc:
         return f"unresolved:{model}:{exc}"
 

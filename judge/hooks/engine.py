@@ -21,7 +21,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from judge.context import context_json, parse_context
 from judge.decision import CascadeStage, Decision, HookOutcome, Usage, asked, last_additional_context
 from judge.errors import CascadeError, HookError
 from judge.hooks.answers import HookAnswer, parse_hook_output
+from judge.hooks.cascade import judge_cascade
 from judge.hooks.command import OUTPUT_CAP, run_command_hook
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 from judge.pricing import Price, cost_usd, price_table, stages_cost
@@ -48,7 +49,7 @@ class NoModelJudge:
 
 def default_judge() -> PromptJudge:
     """The LLM judge of :mod:`judge.llm` (providers chosen from the environment)."""
-    from judge.llm import LLMJudge
+    from judge.llm.judge import LLMJudge
 
     judge: PromptJudge = LLMJudge()
     return judge
@@ -58,8 +59,14 @@ def _dumps(context: dict[str, Any]) -> str:
     return json.dumps(context, ensure_ascii=False)
 
 
-#: Why prompt hooks are not judged in the current evaluation (a spent budget), or None.
-_BUDGET_EXHAUSTED: ContextVar[str | None] = ContextVar("judge_budget_exhausted", default=None)
+@dataclass(frozen=True)
+class _Run:
+    """What every hook of one evaluation shares."""
+
+    transcript: Path | None
+    repeat: int
+    #: Why prompt hooks are not judged (a spent budget: their failMode decides), or None.
+    unjudged: str | None = None
 
 
 class Engine:
@@ -97,33 +104,36 @@ class Engine:
 
     # -- one hook ---------------------------------------------------------------
 
+    async def _judgement(self, hook: Hook, context: dict[str, Any], run: _Run) -> PromptVerdict:
+        """A prompt hook's verdict within its ``timeout``: the one timer of a judgement (a
+        cascade shares it out among its stages, :mod:`judge.hooks.cascade`)."""
+        if run.unjudged is not None:
+            raise HookError(run.unjudged)  # not judged: the model is not called
+        request = PromptRequest(
+            hook=hook,
+            context=context,
+            transcript_path=run.transcript,
+            models=self.config.models,
+            base_dir=self.config.base_dir,
+            repeat=run.repeat,
+            deadline=asyncio.get_running_loop().time() + hook.timeout,
+        )
+        if not isinstance(hook.model, str):
+            return await judge_cascade(self.judge, request)
+        try:
+            async with asyncio.timeout_at(request.deadline):
+                return await self.judge.evaluate(request)
+        except TimeoutError:
+            model = self._model_label(request)
+            raise HookError(f"timed out after {hook.timeout}s", model=model) from None
+
     async def _answer(
-        self, event: str, hook: Hook, context: dict[str, Any], transcript: Path | None, repeat: int
+        self, event: str, hook: Hook, context: dict[str, Any], run: _Run
     ) -> tuple[HookAnswer, str | None, PromptVerdict | None]:
         """Run one hook; return its answer, the exit-2 flag as reason source, the verdict."""
+        transcript = run.transcript
         if hook.type == "prompt":
-            exhausted = _BUDGET_EXHAUSTED.get()
-            if exhausted is not None:
-                raise HookError(exhausted)  # not judged: the model is not called
-            request = PromptRequest(
-                hook=hook,
-                context=context,
-                transcript_path=transcript,
-                models=self.config.models,
-                base_dir=self.config.base_dir,
-                repeat=repeat,
-            )
-            try:
-                if not isinstance(hook.model, str):  # a cascade keeps its own deadline
-                    from judge.llm.cascade import judge_cascade
-
-                    verdict = await judge_cascade(self.judge, request)
-                    return HookAnswer("allow" if verdict.ok else "block", verdict.reason), None, verdict
-                async with asyncio.timeout(hook.timeout):
-                    verdict = await self.judge.evaluate(request)
-            except TimeoutError:
-                model = self._model_label(request)
-                raise HookError(f"timed out after {hook.timeout}s", model=model) from None
+            verdict = await self._judgement(hook, context, run)
             answer = HookAnswer("allow" if verdict.ok else "block", verdict.reason)
             return answer, None, verdict
         extra_env = dict(self.command_env)
@@ -160,12 +170,12 @@ class Engine:
         return parse_hook_output(result.stdout), None, None
 
     def _model_label(self, request: PromptRequest) -> str | None:
-        """The model a prompt hook was being judged by (a timeout names no model)."""
-        from judge.llm.tiers import resolve_model
+        """The model a prompt hook was being judged by (None when it cannot be resolved)."""
+        from judge.llm.tiers import model_label
 
         model, env = request.hook.model, getattr(self.judge, "env", None)
         with contextlib.suppress(ValueError):
-            return resolve_model(model, request.models, env).label if isinstance(model, str) else None
+            return model_label(model, request.models, env) if isinstance(model, str) else None
         return None
 
     async def run_hook(
@@ -177,8 +187,10 @@ class Engine:
         context: dict[str, Any],
         transcript: Path | None,
         repeat: int = 0,
+        unjudged: str | None = None,
     ) -> HookOutcome:
-        """Run one hook and apply the event's per-hook rules (reasonless blocks, failMode)."""
+        """Run one hook and apply the event's per-hook rules (reasonless blocks, failMode).
+        ``unjudged``: why prompt hooks are not judged (a spent budget), or None."""
         start = self.clock()
         verdict: PromptVerdict | None = None
         error: str | None = None
@@ -186,7 +198,8 @@ class Engine:
         failed_usage: Usage | None = None
         stages: list[CascadeStage] | None = None
         try:
-            answer, source, verdict = await self._answer(event, hook, context, transcript, repeat)
+            run = _Run(transcript, repeat, unjudged)
+            answer, source, verdict = await self._answer(event, hook, context, run)
             stages = verdict.stages if verdict else None
         except HookError as exc:
             error = str(exc) or type(exc).__name__
@@ -241,6 +254,13 @@ class Engine:
             outcome.reason = reason
         return outcome
 
+    async def _hook(
+        self, event: str, level: str, index: int, hook: Hook, context: dict[str, Any], run: _Run
+    ) -> HookOutcome:
+        return await self.run_hook(
+            event, level, index, hook, context, run.transcript, run.repeat, run.unjudged
+        )
+
     # -- one event --------------------------------------------------------------
 
     def selected_hooks(self, event: str, context: dict[str, Any]) -> list[tuple[str, int, Hook]]:
@@ -268,44 +288,30 @@ class Engine:
         model (its failMode decides). Raises :class:`judge.errors.ContextError` for a
         malformed context.
         """
-        token = _BUDGET_EXHAUSTED.set(budget_exhausted)
-        try:
-            return await self._evaluate(event, context, transcript, repeat, stop_hook_active)
-        finally:
-            _BUDGET_EXHAUSTED.reset(token)
-
-    async def _evaluate(
-        self,
-        event: str,
-        context: dict[str, Any],
-        transcript: str | Path | None,
-        repeat: int,
-        stop_hook_active: bool = False,
-    ) -> Decision:
         ctx = context_json(parse_context(event, context))
         if not ctx.get("execution_summary") and transcript is not None:
             ctx["execution_summary"] = str(transcript)
         path = Path(ctx["execution_summary"]) if ctx.get("execution_summary") else None
         hooks = self.selected_hooks(event, ctx)
+        run = _Run(path, repeat, budget_exhausted)
         if event in STOP_EVENTS:
-            return await self._stop(event, ctx, path, hooks, repeat, stop_hook_active)
+            return await self._stop(event, ctx, hooks, run, stop_hook_active)
         if event == "PreToolUse":
-            return await self._pre_tool_use(ctx, path, hooks, repeat)
-        return await self._post_tool_use(ctx, path, hooks, repeat)
+            return await self._pre_tool_use(ctx, hooks, run)
+        return await self._post_tool_use(ctx, hooks, run)
 
     async def _stop(
         self,
         event: str,
         ctx: dict[str, Any],
-        path: Path | None,
         hooks: list[tuple[str, int, Hook]],
-        repeat: int,
+        run: _Run,
         host_active: bool = False,
     ) -> Decision:
         count = int(ctx.get("stop_rejection_count") or 0)
         ctx["stop_hook_active"] = count > 0 or host_active
         outcomes = list(
-            await asyncio.gather(*(self.run_hook(event, lvl, i, h, ctx, path, repeat) for lvl, i, h in hooks))
+            await asyncio.gather(*(self._hook(event, lvl, i, h, ctx, run) for lvl, i, h in hooks))
         )
         blocking = [o for o in outcomes if o.effective and o.decision == "block"]
         reason = "\n".join(o.reason or "" for o in blocking) or None
@@ -336,13 +342,12 @@ class Engine:
     async def _post_tool_use(
         self,
         ctx: dict[str, Any],
-        path: Path | None,
         hooks: list[tuple[str, int, Hook]],
-        repeat: int,
+        run: _Run,
     ) -> Decision:
         outcomes: list[HookOutcome] = []
         for lvl, i, h in hooks:
-            outcomes.append(await self.run_hook("PostToolUse", lvl, i, h, ctx, path, repeat))
+            outcomes.append(await self._hook("PostToolUse", lvl, i, h, ctx, run))
         blocking = [o for o in outcomes if o.effective and o.decision == "block"]
         return Decision(
             event="PostToolUse",
@@ -355,15 +360,14 @@ class Engine:
     async def _pre_tool_use(
         self,
         ctx: dict[str, Any],
-        path: Path | None,
         hooks: list[tuple[str, int, Hook]],
-        repeat: int,
+        run: _Run,
     ) -> Decision:
         outcomes: list[HookOutcome] = []
         updated: dict[str, Any] | None = None
         current = dict(ctx)
         for lvl, i, h in hooks:
-            outcome = await self.run_hook("PreToolUse", lvl, i, h, current, path, repeat)
+            outcome = await self._hook("PreToolUse", lvl, i, h, current, run)
             outcomes.append(outcome)
             if not outcome.effective:
                 continue  # recorded; it neither denies nor rewrites

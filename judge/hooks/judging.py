@@ -2,12 +2,13 @@
 
 The engine hands a :class:`PromptRequest` (the hook, the context, the transcript) to a
 :class:`PromptJudge` and gets a :class:`PromptVerdict` back, or a
-:class:`~judge.errors.HookError`. :class:`judge.llm.LLMJudge` is the judge that asks a
+:class:`~judge.errors.HookError`. :class:`judge.llm.judge.LLMJudge` is the judge that asks a
 model; the eval cache, batch runs and tests wrap or replace it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,6 +31,14 @@ class PromptRequest:
     models: dict[str, str] = field(default_factory=dict)
     base_dir: Path | None = None
     repeat: int = 0
+    #: When the judgement must be done, in the running event loop's time (``loop.time()``):
+    #: the hook's deadline, set by the engine (:mod:`judge.hooks.engine` owns the timeout);
+    #: ``None``: ``hook.timeout`` seconds from when the judge starts.
+    deadline: float | None = None
+
+    def deadline_in(self, loop: asyncio.AbstractEventLoop) -> float:
+        """The deadline in ``loop``'s time (``hook.timeout`` from now when none was set)."""
+        return self.deadline if self.deadline is not None else loop.time() + self.hook.timeout
 
 
 class PromptVerdict(BaseModel):

@@ -1,172 +1,43 @@
-"""The LLM judge for prompt hooks.
+"""The prompt judge: a model asked whether a hook passes, reading the transcript through tools.
 
-``LLMJudge().evaluate(request)`` renders the hook's prompt, resolves its model tier to a
-provider, binds ReadFile/GrepSearch to the rendered transcript, runs the tool loop and
-returns a :class:`~judge.hooks.judging.PromptVerdict`. Every failure is a
-:class:`~judge.errors.HookError` (the engine applies the hook's ``failMode``).
+* :mod:`~judge.llm.judge` — :class:`~judge.llm.judge.LLMJudge`, the judge the engine calls;
+* :mod:`~judge.llm.loop` — one judgement's conversation: tool rounds, the verdict turn,
+  repairs, retries (:mod:`~judge.llm.retry`);
+* :mod:`~judge.llm.prompts`, :mod:`~judge.llm.template_limits` — the hook's prompt
+  rendered, with bounds;
+* :mod:`~judge.llm.verdicts`, :mod:`~judge.llm.evidence`, :mod:`~judge.llm.written_calls` —
+  what the model answered: its verdict, its citations, tool calls it wrote as text;
+* :mod:`~judge.llm.tiers` — which provider and model a hook's ``model`` names;
+* :mod:`~judge.llm.providers` — one small provider protocol, the SDK adapters, the fakes;
+* :mod:`~judge.llm.tools` — ReadFile and GrepSearch over one transcript.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import logging
-import os
-from collections.abc import Callable, Mapping
-from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from judge.config import STOP_EVENTS
-from judge.decision import Usage
-from judge.errors import HookError
-from judge.files import NotARegularFile
-from judge.hooks.judging import PromptRequest, PromptVerdict
-from judge.llm.evidence import EvidenceCheck
-from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
-from judge.llm.prompts import judged_context, render_prompt
-from judge.llm.providers import leased_provider
-from judge.llm.providers.base import Provider
-from judge.llm.text_tools import evidence_first_enabled, text_tools_enabled
-from judge.llm.tiers import ResolvedModel, resolve_model
-from judge.llm.tools import GREP_SECONDS, TranscriptTools
-from judge.llm.tools.runner import tool_threads
-from judge.transcripts import prepare_transcript
-
-_log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from judge.llm.judge import LLMJudge, ProviderFactory, TraceObserver
+    from judge.llm.loop import JudgementTrace
+    from judge.llm.tiers import ResolvedModel, resolve_model
 
 __all__ = ["JudgementTrace", "LLMJudge", "ProviderFactory", "ResolvedModel", "TraceObserver", "resolve_model"]
 
-#: SDKs whose import has finished.
-_imported: set[str] = set()
+# Imported on first use: ``judge.llm.tiers`` (model names, for validation) must not pull in
+# the judge, its templates and its retries.
+_LAZY = {
+    "LLMJudge": "judge.llm.judge",
+    "ProviderFactory": "judge.llm.judge",
+    "TraceObserver": "judge.llm.judge",
+    "JudgementTrace": "judge.llm.loop",
+    "ResolvedModel": "judge.llm.tiers",
+    "resolve_model": "judge.llm.tiers",
+}
 
-#: Builds the provider for a resolved model (inject one in tests).
-ProviderFactory = Callable[[ResolvedModel], Provider]
 
-#: Called after each judgement (verdict or not) with what happened in it.
-TraceObserver = Callable[[PromptRequest, JudgementTrace], None]
-
-
-class LLMJudge:
-    """The default prompt judge: environment-driven providers, or ``provider_for``.
-
-    ``env`` defaults to :data:`os.environ`, read at each judgement. Judgements on one
-    event loop reuse SDK clients (and their open connections) per provider, base URL
-    and key; the loop's clients are closed when it shuts down
-    (:mod:`judge.llm.providers.pool`). ``text_tools`` recognises tool calls the model
-    writes as text (default: on unless ``JUDGE_TEXT_TOOL_CALLS=0`` in ``env``);
-    ``observer`` sees each judgement's :class:`JudgementTrace` (benchmarks, tests).
-    """
-
-    def __init__(
-        self,
-        provider_for: ProviderFactory | None = None,
-        *,
-        env: Mapping[str, str] | None = None,
-        max_tool_rounds: int = MAX_TOOL_ROUNDS,
-        grep_seconds: float = GREP_SECONDS,
-        text_tools: bool | None = None,
-        observer: TraceObserver | None = None,
-    ) -> None:
-        self.provider_for = provider_for
-        self.env = env
-        self.text_tools = text_tools
-        self.observer = observer
-        self.max_tool_rounds = max_tool_rounds
-        self.grep_seconds = grep_seconds
-
-    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
-        """Judge one prompt hook within ``hook.timeout`` seconds; HookError on failure.
-
-        Errors name the model that was tried (``HookError.model``) when it was resolved.
-        """
-        hook = request.hook
-        if not isinstance(hook.model, str):
-            from judge.llm.cascade import judge_cascade
-
-            return await judge_cascade(self, request)
-        env = os.environ if self.env is None else self.env
-        try:
-            model = resolve_model(hook.model, request.models, env)
-        except ValueError as exc:
-            raise HookError(f"model {hook.model!r}: {exc}") from None
-        deadline = asyncio.get_running_loop().time() + hook.timeout
-        try:
-            async with asyncio.timeout_at(deadline):
-                return await self._evaluate(request, model, env, deadline)
-        except TimeoutError:
-            raise HookError(
-                f"the judgement timed out after {hook.timeout}s waiting for {model.label}", model=model.label
-            ) from None
-        except HookError as exc:
-            if exc.model is None:
-                exc.model = model.label
-            raise
-
-    async def _evaluate(
-        self, request: PromptRequest, model: ResolvedModel, env: Mapping[str, str], deadline: float
-    ) -> PromptVerdict:
-        hook = request.hook
-        shown = judged_context(request.context)
-        prompt = render_prompt(hook.prompt or "", shown, request.base_dir, arguments=delimit_context(shown))
-        with tool_threads(deadline) as (budget, executor):
-            tools = None
-            if request.transcript_path is not None:
-                loop = asyncio.get_running_loop()
-                try:
-                    rendered = await loop.run_in_executor(
-                        executor, prepare_transcript, request.transcript_path, budget.check
-                    )
-                except NotARegularFile as exc:
-                    raise HookError(str(exc)) from None
-                except FileNotFoundError:
-                    # The tools are given over the transcript when it exists.
-                    _log.warning("transcript %s not found; judged without it", request.transcript_path)
-                    rendered = None
-                except OSError as exc:
-                    raise HookError(
-                        f"transcript {request.transcript_path} cannot be read: {exc.strerror or exc}"
-                    ) from None
-                if rendered is not None:
-                    tools = TranscriptTools(rendered, grep_seconds=self.grep_seconds, budget=budget)
-            return await self._converse(model, env, request, prompt, tools, deadline, executor)
-
-    async def _converse(
-        self,
-        model: ResolvedModel,
-        env: Mapping[str, str],
-        request: PromptRequest,
-        prompt: str,
-        tools: TranscriptTools | None,
-        deadline: float,
-        executor: Executor,
-    ) -> PromptVerdict:
-        text_tools = text_tools_enabled(env) if self.text_tools is None else self.text_tools
-        trace = JudgementTrace()
-        options: dict[str, Any] = {
-            "max_tool_rounds": self.max_tool_rounds,
-            "executor": executor,
-            "text_tools": text_tools,
-            "trace": trace,
-            "evidence_first": evidence_first_enabled(env),
-            "evidence": None,
-        }
-        if request.hook.evidence == "required":
-            stop = request.context.get("hook_event_name") in STOP_EVENTS
-            options["evidence"] = EvidenceCheck(tools, reasonless_allows=stop)
-        try:
-            if self.provider_for is not None:
-                return await run_judgement(self.provider_for(model), prompt, tools, deadline, **options)
-            if model.provider in ("openai", "anthropic") and model.provider not in _imported:
-                # A first SDK import takes seconds: keep it off the event loop. (Not
-                # ``sys.modules``: a module is there from the moment its import starts.)
-                await asyncio.to_thread(importlib.import_module, model.provider)
-                _imported.add(model.provider)
-            async with leased_provider(model, env, request.base_dir) as provider:
-                return await run_judgement(provider, prompt, tools, deadline, **options)
-        except HookError as exc:
-            if exc.usage is None and trace.requests:  # answered, but no usable verdict: still paid
-                exc.usage = Usage(inputTokens=trace.input_tokens, outputTokens=trace.output_tokens)
-            raise
-        finally:
-            if self.observer is not None:
-                self.observer(request, trace)
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -37,7 +37,7 @@ from typing import Any
 from judge.decision import Citation, Usage
 from judge.errors import HookError
 from judge.llm.tools import TranscriptTools
-from judge.llm.tools.budget import Budget, ToolCancelled
+from judge.llm.tools.deadline import ToolCancelled, ToolDeadline
 from judge.llm.tools.reader import line_index, seek_line
 
 #: Lines either side of the cited one where the quote may be.
@@ -139,7 +139,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def read_lines(path: Path, first: int, last: int, budget: Budget, block: int = 1 << 18) -> list[str]:
+def read_lines(path: Path, first: int, last: int, budget: ToolDeadline, block: int = 1 << 18) -> list[str]:
     """Lines ``first``..``last`` of ``path`` (1-based; fewer past the end), each at most
     :data:`MAX_LINE_BYTES` long, through the tools' line index."""
     index = line_index(path, block, budget)
@@ -159,7 +159,7 @@ def read_lines(path: Path, first: int, last: int, budget: Budget, block: int = 1
     return out
 
 
-def check_citation(citation: Citation, path: Path, budget: Budget, total: int) -> str | None:
+def check_citation(citation: Citation, path: Path, budget: ToolDeadline, total: int) -> str | None:
     """Why ``citation`` does not check out, or None when its quote is on (or near) its line."""
     if citation.line > total:
         return f"line {citation.line}: the transcript has only {total} lines"
@@ -195,7 +195,7 @@ class Review:
         return "; ".join(listed) + (f"; and {more} more" if more > 0 else "")
 
 
-def review_rejection(verdict: dict[str, Any], path: Path, budget: Budget) -> Review:
+def review_rejection(verdict: dict[str, Any], path: Path, budget: ToolDeadline) -> Review:
     """Check the ``citations`` of a rejection against the rendered transcript at ``path``."""
     citations, problems = parse_citations(verdict.get("citations"))
     if problems:
@@ -259,7 +259,7 @@ class EvidenceCheck:
     def __init__(self, tools: TranscriptTools | None, *, reasonless_allows: bool = False) -> None:
         self.reasonless_allows = reasonless_allows
         self.path = tools.path if tools is not None else None
-        self.budget = tools.budget if tools is not None else Budget()
+        self.budget = tools.budget if tools is not None else ToolDeadline()
         self.reasked = False
         self.failed = 0
 

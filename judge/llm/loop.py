@@ -11,10 +11,10 @@ Tools and the answer schema never fight: while a tool may still be called the re
 has ``tool_choice: auto`` and the answer is free text; the verdict schema (structured
 output) is only sent with ``tool_choice: none`` - the repair turn, or after the round
 limit - so a server that enforces it as a grammar cannot block a tool call. A tool call
-the model WRITES as text (:mod:`judge.llm.text_tools`) is run like a structured one and
+the model WRITES as text (:mod:`judge.llm.written_calls`) is run like a structured one and
 its result comes back as a user message; it wins over a verdict in the same reply until
 the round limit. A call that repeats an earlier one is not run again, and a transcript
-read in full ends the reading (:mod:`judge.llm.reading`): the next turn is the verdict.
+read in full ends the reading (:mod:`judge.llm.tools.read_log`): the next turn is the verdict.
 With a transcript, a call is required (``tool_choice: required``) until the model has
 read something: the judge never takes a verdict on a transcript it has not looked at.
 """
@@ -33,12 +33,12 @@ from judge.errors import HookError
 from judge.hooks.judging import PromptVerdict
 from judge.llm.evidence import EvidenceCheck, reask_message, unverified_error, with_evidence
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice
-from judge.llm.reading import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.llm.retry import call_with_retries
-from judge.llm.text_tools import RESULTS_FOOTER, TextToolCall, find_text_tool_calls, results_message
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.read_file import DEFAULT_WINDOW
+from judge.llm.tools.read_log import ALL_READ, DECIDE, REPEATED, ReadLog
 from judge.llm.verdicts import cut_off, find_verdict_object
+from judge.llm.written_calls import RESULTS_FOOTER, TextToolCall, find_text_tool_calls, results_message
 
 MAX_TOOL_ROUNDS = 10
 CONTEXT_TAG = "hook_context"

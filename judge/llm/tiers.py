@@ -120,3 +120,11 @@ def resolve_model(
         provider = default_provider(env)
         found = ResolvedModel(provider, DEFAULT_MODELS[provider][tier])
     return ResolvedModel(found.provider, found.name, tier)
+
+
+def model_label(
+    model: str, models: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    """The ``provider:name`` label a hook's ``model`` resolves to (what decisions, logs,
+    prices and the eval cache name it by); ValueError as :func:`resolve_model`."""
+    return resolve_model(model, models, env).label

@@ -17,7 +17,7 @@ from judge.errors import HookError
 from judge.llm.providers.base import Message, Provider
 from judge.llm.retry import call_with_retries
 from judge.llm.tiers import ResolvedModel, resolve_model
-from judge.tuning.budget import Budget
+from judge.tuning.call_budget import CallBudget
 from judge.tuning.measure import BudgetedProvider
 
 SYSTEM = (
@@ -28,7 +28,7 @@ DEFAULT_TIMEOUT = 180.0
 
 
 class ProviderLLM:
-    """An :class:`~judge.tuning.budget.OptimizerLLM` over a provider (with retries)."""
+    """An :class:`~judge.tuning.call_budget.OptimizerLLM` over a provider (with retries)."""
 
     def __init__(self, provider: Provider, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.provider = provider
@@ -53,7 +53,7 @@ class ProviderLLM:
 
 def optimizer_llm(
     model: str,
-    budget: Budget,
+    budget: CallBudget,
     *,
     models: Mapping[str, str] | None = None,
     base_dir: Path | None = None,

@@ -24,7 +24,7 @@ from judge.evaluation.suite import Case
 from judge.hooks.judging import PromptJudge
 from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
 from judge.llm.tiers import ResolvedModel
-from judge.tuning.budget import Budget
+from judge.tuning.call_budget import CallBudget
 from judge.tuning.optimizer import ItemOutcome, SplitEval
 from judge.tuning.splits import Split
 
@@ -36,7 +36,7 @@ class BudgetedProvider:
     provider charges each HTTP request, so the requests it sends again without a feature
     the server rejected count too; any other provider charges each completion."""
 
-    def __init__(self, inner: Provider, budget: Budget) -> None:
+    def __init__(self, inner: Provider, budget: CallBudget) -> None:
         self.inner = inner
         self.budget = budget
         self.label = inner.label
@@ -64,11 +64,11 @@ class BudgetedProvider:
 
 
 class BudgetedProviders:
-    """A provider factory for :class:`judge.llm.LLMJudge`: one budgeted provider per model."""
+    """A provider factory for :class:`judge.llm.judge.LLMJudge`: one budgeted provider per model."""
 
     def __init__(
         self,
-        budget: Budget,
+        budget: CallBudget,
         base_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
         make: Any = None,
@@ -98,7 +98,7 @@ class BudgetedProviders:
 
 def budgeted_judge(providers: BudgetedProviders, env: Mapping[str, str] | None = None) -> PromptJudge:
     """The LLM judge with every provider request counted against ``providers.budget``."""
-    from judge.llm import LLMJudge
+    from judge.llm.judge import LLMJudge
 
     judge: PromptJudge = LLMJudge(provider_for=providers, env=env)
     return judge
@@ -206,7 +206,7 @@ class SuiteEvaluator:
         *,
         base_dir: Path,
         judge: PromptJudge,
-        budget: Budget,
+        budget: CallBudget,
         repeats: int = 1,
         concurrency: int = 8,
     ) -> None:

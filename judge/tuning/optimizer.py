@@ -14,8 +14,8 @@ the best prompt on dev, so it differs from the baseline only when it is strictly
 there. The optimizer never sees the test split: it only asks for ``train`` and ``dev``.
 
 Every LLM call (each judgement and each optimizer request) is counted by a
-:class:`~judge.tuning.budget.Budget`. Work that cannot fit in what is left is not started, and the budget
-refuses any call beyond the limit, so the provider never sees more than ``max_calls``.
+:class:`~judge.tuning.call_budget.CallBudget`. Work that cannot fit in what is left is not
+started, and the budget refuses any call beyond the limit, so the provider never sees more than ``max_calls``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from judge.tuning.budget import Budget, BudgetError, BudgetExhausted, OptimizerLLM
+from judge.tuning.call_budget import BudgetError, BudgetExhausted, CallBudget, OptimizerLLM
 from judge.tuning.contract import check_candidate
 
 Status = Literal["baseline", "kept", "dropped", "rejected", "invalid", "unevaluated", "duplicate"]
@@ -205,8 +205,8 @@ class Optimizer:
     """Runs the search; see the module docstring.
 
     ``llm`` must count its own calls against ``budget``: wrap a plain one in
-    :class:`~judge.tuning.budget.BudgetedLLM`, or use :class:`judge.tuning.llm.ProviderLLM` over a budgeted
-    provider (which counts every request, retries included).
+    :class:`~judge.tuning.call_budget.BudgetedLLM`, or use :class:`judge.tuning.llm.ProviderLLM`
+    over a budgeted provider (which counts every request, retries included).
     """
 
     def __init__(
@@ -214,7 +214,7 @@ class Optimizer:
         baseline_prompt: str,
         evaluator: Evaluator,
         llm: OptimizerLLM,
-        budget: Budget,
+        budget: CallBudget,
         settings: OptimizerSettings | None = None,
         log: Log | None = None,
     ) -> None:

@@ -28,7 +28,7 @@ from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.suite import Case, Suite, resolve_path
 from judge.files import read_text
 from judge.hooks.judging import PromptJudge
-from judge.tuning.budget import Budget
+from judge.tuning.call_budget import CallBudget
 from judge.tuning.llm import ProviderLLM, optimizer_llm
 from judge.tuning.measure import (
     BudgetedProviders,
@@ -194,7 +194,7 @@ async def tune(
     say(
         f"split (seed {options.seed}): train {len(split.train)}, dev {len(split.dev)}, test {len(split.test)}"
     )
-    budget = Budget(options.max_calls)
+    budget = CallBudget(options.max_calls)
     providers = BudgetedProviders(budget, suite.config.base_dir, env, judge_make)
     judge: PromptJudge = budgeted_judge(providers, env)
     evaluator = SuiteEvaluator(

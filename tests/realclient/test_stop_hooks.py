@@ -33,7 +33,7 @@ from typing import Any
 
 import pytest
 
-from judge.llm.text_tools import RESULTS_HEADER
+from judge.llm.written_calls import RESULTS_HEADER
 from judge.testing import LLMRequest, Reply, ToolCallSpec, call, say
 from tests.realclient.harness import (
     JUDGE_MODEL,

@@ -109,9 +109,9 @@ def test_read_file_reads_a_bounded_part_of_a_huge_line(tmp_path):
 
 
 def test_a_cancelled_budget_stops_a_tool_call(huge):
-    from judge.llm.tools import Budget
+    from judge.llm.tools import ToolDeadline
 
-    budget = Budget()
+    budget = ToolDeadline()
     budget.cancel()
     tools = TranscriptTools(huge, budget=budget)
     assert "stopped: the judgement's time limit was reached" in tools.call("ReadFile", {"startLine": 1})

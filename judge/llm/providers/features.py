@@ -21,7 +21,7 @@ provider then repeats the request without it and never sends it again; providers
 shared SDK client share what was learned, see :func:`shared_features`, and ``judge
 claude-code`` keeps it across its processes, see
 :mod:`judge.llm.providers.features_memo`); a tool the model can no longer call
-structurally is still reachable as a text tool call (:mod:`judge.llm.text_tools`). A
+structurally is still reachable as a text tool call (:mod:`judge.llm.written_calls`). A
 server that ignores ``tool_choice: "required"`` is asked for the call as structured
 output instead (:func:`judge.llm.providers.schemas.call_schema`). The bounded form of the
 verdict schema (``schema_limits``), where a server rejects it, is dropped before the

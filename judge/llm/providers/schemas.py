@@ -136,7 +136,7 @@ def _call_shapes(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 def call_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
     """A JSON schema for ONE call of one of ``tools``, written as text: ``{"name": ...,
-    "arguments": {...}}`` (the form :mod:`judge.llm.text_tools` reads). Sent as structured
+    "arguments": {...}}`` (the form :mod:`judge.llm.written_calls` reads). Sent as structured
     output to make a model call a tool where the server ignores ``tool_choice: required``:
     a server that enforces a schema as a grammar (llama.cpp, vLLM, Ollama) then cannot
     answer anything else."""

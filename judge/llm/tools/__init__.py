@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.llm.providers.base import ToolSpec
-from judge.llm.tools.budget import Budget, ToolCancelled
+from judge.llm.tools.deadline import ToolCancelled, ToolDeadline
 from judge.llm.tools.grep import GREP_SECONDS, MAX_RESULTS_CAP, GrepResult, grep_lines
 from judge.llm.tools.patterns import PatternError, compile_literal, compile_regex
 from judge.llm.tools.read_file import DEFAULT_WINDOW, MAX_OUTPUT_CHARS, MAX_WINDOW, read_window
@@ -33,9 +33,9 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_RESULTS_CAP",
     "MAX_WINDOW",
-    "Budget",
     "LineIndex",
     "ToolCancelled",
+    "ToolDeadline",
     "TranscriptTools",
     "line_index",
     "tool_spec",
@@ -59,12 +59,12 @@ class TranscriptTools:
         *,
         grep_seconds: float = GREP_SECONDS,
         block_bytes: int = BLOCK_BYTES,
-        budget: Budget | None = None,
+        budget: ToolDeadline | None = None,
     ) -> None:
         self.path = transcript
         self.grep_seconds = grep_seconds
         self.block_bytes = max(16, int(block_bytes))
-        self.budget = budget or Budget()
+        self.budget = budget or ToolDeadline()
 
     def line_count(self) -> int:
         """Number of lines (one streaming pass per file version; see :func:`line_index`)."""

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge.llm.tools.budget import Budget
+from judge.llm.tools.deadline import ToolDeadline
 from judge.llm.tools.patterns import Pattern
 from judge.llm.tools.reader import Chunk, chunks
 
@@ -35,14 +35,20 @@ class _Cursor:
     reached: int = 0
 
 
-def _check(deadline: float, budget: Budget) -> None:
+def _check(deadline: float, budget: ToolDeadline) -> None:
     budget.check()
     if time.monotonic() >= deadline:
         raise TimeoutError
 
 
 def _chunk_hits(
-    pattern: Pattern, data: Text, size: int, chunk: Chunk, cursor: _Cursor, deadline: float, budget: Budget
+    pattern: Pattern,
+    data: Text,
+    size: int,
+    chunk: Chunk,
+    cursor: _Cursor,
+    deadline: float,
+    budget: ToolDeadline,
 ) -> Iterator[tuple[int, str]]:
     """(line number, text to show) per matching line of one chunk; moves ``cursor`` past it.
 
@@ -120,7 +126,7 @@ class GrepResult:
 
 
 def grep_lines(
-    path: Path, pattern: Pattern, limit: int, overlap: int, block: int, seconds: float, budget: Budget
+    path: Path, pattern: Pattern, limit: int, overlap: int, block: int, seconds: float, budget: ToolDeadline
 ) -> GrepResult:
     """Matching lines of ``path``, up to ``limit`` of them and MAX_OUTPUT_CHARS in all."""
     deadline = time.monotonic() + seconds

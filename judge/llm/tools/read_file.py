@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judge.llm.tools.budget import Budget
+from judge.llm.tools.deadline import ToolDeadline
 from judge.llm.tools.reader import MAX_LINE_CHARS, line_index, read_line, seek_line
 
 DEFAULT_WINDOW = 100
@@ -28,7 +28,7 @@ def clip(text: str, limit: int, total: int | None = None, exact: bool = True) ->
     return f"{text[:limit]}… [line truncated: {size} chars]"
 
 
-def read_window(path: Path, start: int, end: int, block: int, budget: Budget, note: str = "") -> str:
+def read_window(path: Path, start: int, end: int, block: int, budget: ToolDeadline, note: str = "") -> str:
     """The ReadFile answer for lines ``start``..``end`` (already checked: 1 <= start <= end)."""
     index = line_index(path, block, budget)
     total = index.lines

@@ -1,7 +1,7 @@
 """Reading one transcript file in bounded pieces: blocks of whole lines, a line index.
 
 Every loop here reads at most one block at a time and checks the call's
-:class:`~judge.llm.tools.budget.Budget` between blocks, so a huge file, or a huge
+:class:`~judge.llm.tools.deadline.ToolDeadline` between blocks, so a huge file, or a huge
 single line, costs bounded memory and stops with its hook.
 """
 
@@ -16,7 +16,7 @@ from io import BufferedReader
 from pathlib import Path
 from typing import IO, NamedTuple
 
-from judge.llm.tools.budget import Budget
+from judge.llm.tools.deadline import ToolDeadline
 
 #: Bytes read at a time. A block is searched whole, so lines up to a few blocks long are
 #: seen in one piece; longer lines are searched in overlapping pieces (same line number).
@@ -63,7 +63,7 @@ def _char_boundary(data: bytearray, index: int, end: int) -> int:
     return index
 
 
-def chunks(handle: BufferedReader, block: int, overlap: int, budget: Budget) -> Iterator[Chunk]:
+def chunks(handle: BufferedReader, block: int, overlap: int, budget: ToolDeadline) -> Iterator[Chunk]:
     """The file as chunks of whole lines, about ``block`` bytes each, in one reused buffer.
 
     A line longer than four blocks comes in pieces of at least four blocks; each piece
@@ -116,7 +116,7 @@ _INDEXES: OrderedDict[str, LineIndex] = OrderedDict()
 _INDEX_LOCK = threading.Lock()
 
 
-def _build_index(path: Path, block: int, budget: Budget) -> LineIndex:
+def _build_index(path: Path, block: int, budget: ToolDeadline) -> LineIndex:
     """Count the lines and mark line starts in every MARK_BYTES step (one streaming pass)."""
     info = path.stat()
     step = max(1, min(MARK_BYTES, block))
@@ -146,7 +146,7 @@ def _build_index(path: Path, block: int, budget: Budget) -> LineIndex:
     return LineIndex(info.st_size, info.st_mtime_ns, lines, mark_lines, mark_offsets)
 
 
-def line_index(path: Path, block: int = BLOCK_BYTES, budget: Budget | None = None) -> LineIndex:
+def line_index(path: Path, block: int = BLOCK_BYTES, budget: ToolDeadline | None = None) -> LineIndex:
     """The line index of ``path``, built once per file version (path, size, mtime)."""
     key = str(path.resolve())
     info = path.stat()
@@ -155,7 +155,7 @@ def line_index(path: Path, block: int = BLOCK_BYTES, budget: Budget | None = Non
         if index is not None and (index.size, index.mtime_ns) == (info.st_size, info.st_mtime_ns):
             _INDEXES.move_to_end(key)
             return index
-    index = _build_index(path, block, budget or Budget())
+    index = _build_index(path, block, budget or ToolDeadline())
     with _INDEX_LOCK:
         _INDEXES[key] = index
         _INDEXES.move_to_end(key)
@@ -164,7 +164,7 @@ def line_index(path: Path, block: int = BLOCK_BYTES, budget: Budget | None = Non
     return index
 
 
-def seek_line(handle: IO[bytes], index: LineIndex, number: int, block: int, budget: Budget) -> None:
+def seek_line(handle: IO[bytes], index: LineIndex, number: int, block: int, budget: ToolDeadline) -> None:
     """Position ``handle`` at the start of line ``number`` (at most one mark step's skip)."""
     at = bisect.bisect_right(index.mark_lines, number) - 1
     skip, offset = number - index.mark_lines[at], index.mark_offsets[at]
@@ -196,7 +196,7 @@ class Line(NamedTuple):
     counted: bool
 
 
-def read_line(handle: IO[bytes], block: int, budget: Budget) -> Line | None:
+def read_line(handle: IO[bytes], block: int, budget: ToolDeadline) -> Line | None:
     """The next line (its start and length); None at the end of file."""
     head = handle.readline(_HEAD_BYTES)
     if not head:

@@ -1,7 +1,7 @@
 """How long and how much one tool call may work: a deadline and a cancel flag.
 
 A judgement's tools run in threads. Python cannot kill a thread, so the tools check
-their :class:`Budget` between bounded pieces of work (a block read, one search call)
+their :class:`ToolDeadline` between bounded pieces of work (a block read, one search call)
 and stop with :class:`ToolCancelled` when the hook's deadline has passed or the
 judgement was cancelled. Each piece is bounded in bytes and regex work, so a tool
 stops within a fraction of a second of its hook.
@@ -19,7 +19,7 @@ class ToolCancelled(Exception):
 
 
 @dataclass
-class Budget:
+class ToolDeadline:
     """Deadline (``time.monotonic()`` seconds) and cancel flag of one judgement's tools."""
 
     deadline: float = float("inf")

@@ -1,5 +1,5 @@
 """The tuner's hard limit on LLM calls: every judgement and every optimizer request takes
-one call from a :class:`Budget`, which refuses any call beyond ``--max-calls``."""
+one call from a :class:`CallBudget`, which refuses any call beyond ``--max-calls``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class BudgetError(JudgeError):
     """The budget cannot even cover the baseline measurement."""
 
 
-class Budget:
+class CallBudget:
     """Counts LLM calls; ``limit=None`` means unlimited."""
 
     def __init__(self, limit: int | None = None) -> None:
@@ -50,7 +50,7 @@ class OptimizerLLM(Protocol):
 class BudgetedLLM:
     """Wraps an :class:`OptimizerLLM` so each request takes one call from ``budget``."""
 
-    def __init__(self, inner: OptimizerLLM, budget: Budget) -> None:
+    def __init__(self, inner: OptimizerLLM, budget: CallBudget) -> None:
         self.inner = inner
         self.budget = budget
 
