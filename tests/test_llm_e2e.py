@@ -15,7 +15,7 @@ from judge.config import Hook
 from judge.errors import HookError
 from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
-from judge.llm.loop import REPAIR_PROMPT
+from judge.llm.instructions import REPAIR_PROMPT
 from judge.testing import LLMServer, call, calls, fail, hang, say, verdict
 
 FORMATS = ["openai", "anthropic"]

@@ -15,7 +15,7 @@ from judge.config import Hook
 from judge.errors import HookError
 from judge.hooks.judging import PromptRequest
 from judge.llm import JudgementTrace, LLMJudge
-from judge.llm.loop import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
+from judge.llm.instructions import NO_MORE_TOOLS_TEXT, NUDGE_TOOLS, SUPPLIED
 from judge.llm.tools.read_log import DECIDE
 from judge.llm.written_calls import RESULTS_HEADER
 from judge.testing import LLMRequest, LLMServer, call, fail, say, verdict

@@ -121,7 +121,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:  # noqa: C901
+def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
     """Readable lines for an Anthropic-style or OpenAI-style message list (dicts, or the
     SDKs' message objects)."""
     for raw in messages:
@@ -136,28 +136,7 @@ def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:  # 
             continue
         if isinstance(content, list):
             for block in content:
-                if isinstance(block, str):
-                    yield from _labelled(role, block)
-                    continue
-                if not isinstance(block, Mapping):
-                    yield f"{role}: [a content block judge cannot read: {type(block).__name__}]"
-                    continue
-                kind = block.get("type")
-                if kind == "text":
-                    yield from _labelled(role, str(block.get("text") or ""))
-                elif kind == "tool_use":
-                    args = _clip(json.dumps(block.get("input"), ensure_ascii=False, default=str))
-                    yield f"TOOL CALL {block.get('name')} [{block.get('id', '')}]: {args}"
-                elif kind == "tool_result":
-                    status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
-                    yield from _labelled(
-                        f"{status} [{block.get('tool_use_id', '')}]", _clip(_text(block.get("content")))
-                    )
-                elif kind == "thinking":
-                    thought = " ".join(str(block.get("thinking") or "").split())
-                    yield f"{role} (thinking): {_clip(thought, 240)}"
-                elif kind:
-                    yield f"{role}: [{kind}]"
+                yield from _block_lines(role, block)
         elif content is not None:
             yield from _labelled(role, _text(content))
         for call in message.get("tool_calls") or []:  # OpenAI assistant tool calls
@@ -166,6 +145,30 @@ def render_messages(messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:  # 
                 name = fn.get("name") if isinstance(fn, Mapping) else None
                 call_args = fn.get("arguments") if isinstance(fn, Mapping) else None
                 yield f"TOOL CALL {name} [{call.get('id', '')}]: {_clip(_text(call_args))}"
+
+
+def _block_lines(role: str, block: Any) -> Iterator[str]:
+    """One content block of an Anthropic-style message."""
+    if isinstance(block, str):
+        yield from _labelled(role, block)
+        return
+    if not isinstance(block, Mapping):
+        yield f"{role}: [a content block judge cannot read: {type(block).__name__}]"
+        return
+    kind = block.get("type")
+    if kind == "text":
+        yield from _labelled(role, str(block.get("text") or ""))
+    elif kind == "tool_use":
+        args = _clip(json.dumps(block.get("input"), ensure_ascii=False, default=str))
+        yield f"TOOL CALL {block.get('name')} [{block.get('id', '')}]: {args}"
+    elif kind == "tool_result":
+        status = "TOOL ERROR" if block.get("is_error") else "TOOL RESULT"
+        yield from _labelled(f"{status} [{block.get('tool_use_id', '')}]", _clip(_text(block.get("content"))))
+    elif kind == "thinking":
+        thought = " ".join(str(block.get("thinking") or "").split())
+        yield f"{role} (thinking): {_clip(thought, 240)}"
+    elif kind:
+        yield f"{role}: [{kind}]"
 
 
 @contextlib.contextmanager

@@ -22,7 +22,8 @@ from judge.errors import HookError
 from judge.files import NotARegularFile
 from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.llm.evidence import EvidenceCheck
-from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, delimit_context, run_judgement
+from judge.llm.instructions import delimit_context
+from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, run_judgement
 from judge.llm.prompts import judged_context, render_prompt
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider

@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from judge.config import EVENTS, Config, validate_custom_agent
 from judge.context import parse_context
+from judge.decision import Decision
 from judge.errors import ApiError, ConfigError, ContextError, StateUnavailable
 from judge.hooks.engine import Engine, default_judge
 from judge.hooks.gate import Gate, fail_mode_decision
@@ -206,38 +207,32 @@ class Service:
             self.metrics.refused(exc.status)
             raise
 
-    async def _hook(self, request: Request) -> Response:  # noqa: C901
+    async def _hook(self, request: Request) -> Response:
         started = time.perf_counter()
         event = request.path_params["event"]
         if event not in EVENTS:
             raise ApiError(404, f"unknown event {event[:80]!r} (expected one of {', '.join(EVENTS)})")
-        body = await read_document(request, self.settings.max_body)
-        if not isinstance(body, dict):
-            raise ApiError(400, f"body must be a JSON object (the hook context), got {type(body).__name__}")
-        context = dict(body)
-        transcript = context.pop("transcript", None)
-        if transcript is not None and not isinstance(transcript, str):
-            raise ApiError(400, f"transcript: must be a string, got {type(transcript).__name__}")
-        session_id = context.get("session_id")
+        context, transcript, session_id = _hook_body(
+            event, await read_document(request, self.settings.max_body)
+        )
         if session_id is not None:
-            if (
-                not isinstance(session_id, str)
-                or not session_id
-                or len(session_id) > MAX_SESSION_ID
-                or "\x00" in session_id  # PostgreSQL's text refuses it: the store would "fail"
-            ):
-                raise ApiError(
-                    400,
-                    f"session_id: must be a non-empty string of at most {MAX_SESSION_ID} chars, without NUL",
-                )
             request.scope["judge.session"] = session_id
-        try:
-            parse_context(event, context)
-        except ContextError as exc:
-            raise ApiError(400, str(exc)) from None
+        decision = await self.decide(event, context, transcript, session_id)
+        seconds = time.perf_counter() - started
+        self.metrics.observe(event, context.get("agent_name"), decision, seconds)
+        record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
+        if self.decision_log is not None:
+            self.decision_log.add(record)
+        else:
+            await asyncio.to_thread(append_decision, self.settings.data_dir, record)
+        return json_response(decision.to_json())
+
+    async def decide(
+        self, event: str, context: dict[str, Any], transcript: str | None, session_id: str | None
+    ) -> Decision:
+        """The gate's decision for a checked hook body: the transcript (inline, or a snapshot
+        of a file under ``--transcripts-dir``) in a private folder for the request's life."""
         summary = context.get("execution_summary")
-        if summary is not None and transcript is not None:
-            raise ApiError(400, "give either execution_summary or an inline transcript, not both")
         resolved = None
         if summary is not None:
             resolved = Path(await asyncio.to_thread(confine_path, summary, self.transcripts_root))
@@ -260,7 +255,7 @@ class Service:
                 engine = await self._engine(context.get("agent_name"))
                 agent_known = True
                 gate = Gate(engine, self.store, self.audit)
-                decision = await gate.decide(event, context, transcript=path, session_id=session_id)
+                return await gate.decide(event, context, transcript=path, session_id=session_id)
             except (StateUnavailable, SessionBusy) as exc:
                 self.metrics.state_error()
                 decision = fail_mode_decision(engine, event, context, str(exc))
@@ -269,19 +264,12 @@ class Service:
                     # looked up: an allow here would judge nothing and say nothing.
                     name = context.get("agent_name")
                     raise ApiError(503, f"custom agent {name!r} could not be looked up: {exc}") from None
+                return decision
         except ContextError as exc:
             raise ApiError(400, str(exc)) from None
         finally:
             if folder is not None:
                 remove_folder(folder)
-        seconds = time.perf_counter() - started
-        self.metrics.observe(event, context.get("agent_name"), decision, seconds)
-        record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
-        if self.decision_log is not None:
-            self.decision_log.add(record)
-        else:
-            await asyncio.to_thread(append_decision, self.settings.data_dir, record)
-        return json_response(decision.to_json())
 
     def _decisions_lost(self, count: int, problem: Exception) -> None:
         """Records of the live view the database did not take: the answers stand; say so."""
@@ -325,3 +313,30 @@ class Service:
             self._agents.clear()
         self._agents[agent_name] = (stored, engine)
         return engine
+
+
+def _hook_body(event: str, body: Any) -> tuple[dict[str, Any], str | None, str | None]:
+    """A hook request's body checked: the context, the inline transcript, the session id."""
+    if not isinstance(body, dict):
+        raise ApiError(400, f"body must be a JSON object (the hook context), got {type(body).__name__}")
+    context = dict(body)
+    transcript = context.pop("transcript", None)
+    if transcript is not None and not isinstance(transcript, str):
+        raise ApiError(400, f"transcript: must be a string, got {type(transcript).__name__}")
+    session_id = context.get("session_id")
+    if session_id is not None and (
+        not isinstance(session_id, str)
+        or not session_id
+        or len(session_id) > MAX_SESSION_ID
+        or "\x00" in session_id  # PostgreSQL's text refuses it: the store would "fail"
+    ):
+        raise ApiError(
+            400, f"session_id: must be a non-empty string of at most {MAX_SESSION_ID} chars, without NUL"
+        )
+    try:
+        parse_context(event, context)
+    except ContextError as exc:
+        raise ApiError(400, str(exc)) from None
+    if context.get("execution_summary") is not None and transcript is not None:
+        raise ApiError(400, "give either execution_summary or an inline transcript, not both")
+    return context, transcript, session_id

@@ -36,7 +36,7 @@ from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
 from judge.hooks.engine import Engine
 from judge.hooks.judging import PromptRequest, PromptVerdict
-from judge.llm.loop import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
+from judge.llm.instructions import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
 from judge.llm.prompts import judged_context, render_prompt
 from judge.llm.providers.base import Message, SDKProvider, without_surrogates
 from judge.llm.tiers import resolve_model

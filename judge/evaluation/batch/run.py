@@ -243,7 +243,47 @@ def batch_settings_problem(env: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-def run_batch(  # noqa: C901
+def _use_answers(
+    run: _Run,
+    plan: Plan,
+    todo_batch: dict[Pair, list[str]],
+    needed: set[str],
+    answers: dict[str, Outcome],
+    elapsed: dict[str, float],
+    routes: dict[Pair, str],
+    discount: float,
+    judge: PromptJudge | None,
+    cache: JudgementCache | None,
+    emit: Callable[[CaseResult], None],
+) -> bool:
+    """Judge the batched pairs from the batches' answers; a pair whose batch did not finish
+    uses what it did answer (it is paid for) and judges the rest the normal way. False:
+    interrupted."""
+    fallback: dict[Pair, str] = {}
+    for pair, keys in todo_batch.items():
+        unfinished = [answers[k].value for k in keys if k in needed and answers[k].kind == "unfinished"]
+        if unfinished:
+            fallback[pair] = routes[pair] = str(unfinished[0])
+    ready = set(todo_batch) - set(fallback)
+
+    def emit_batch(result: CaseResult) -> None:
+        result.cost_usd = batch_cost(result.cost_usd, discount)
+        if not result.cached:
+            result.duration_ms = round(
+                max((elapsed.get(k, 0.0) for k in todo_batch[(result.id, result.repeat)]), default=0.0)
+                * 1000.0,
+                3,
+            )
+        emit(result)
+
+    answer_judge = BatchAnswerJudge(answers, plan.providers, cache)
+    if not run.judge_pairs(ready, answer_judge, None, emit_batch):
+        return False
+    live = judge if judge is not None else default_judge()
+    return run.judge_pairs(set(fallback), AnsweredFirstJudge(answer_judge, live, cache), None, emit)
+
+
+def run_batch(
     suite: Suite,
     *,
     out: Path,
@@ -313,32 +353,10 @@ def run_batch(  # noqa: C901
         except BatchError as exc:
             outcome.failure = f"polling the batches failed: {exc}"
             return outcome
-        fallback: dict[Pair, str] = {}
-        for pair, keys in todo_batch.items():
-            unfinished = [answers[k].value for k in keys if k in needed and answers[k].kind == "unfinished"]
-            if unfinished:
-                fallback[pair] = routes[pair] = str(unfinished[0])
-        ready = set(todo_batch) - set(fallback)
-        discount = outcome.discount
-
-        def emit_batch(result: CaseResult) -> None:
-            result.cost_usd = batch_cost(result.cost_usd, discount)
-            if not result.cached:
-                result.duration_ms = round(
-                    max((elapsed.get(k, 0.0) for k in todo_batch[(result.id, result.repeat)]), default=0.0)
-                    * 1000.0,
-                    3,
-                )
-            emit(result)
-
-        answer_judge = BatchAnswerJudge(answers, plan.providers, cache)
-        if not run.judge_pairs(ready, answer_judge, None, emit_batch):
-            outcome.interrupted = True
-            return outcome
-        # What the batch did answer for those cases is used (it is paid for); the rest is
-        # judged the normal way.
-        live = judge if judge is not None else default_judge()
-        if not run.judge_pairs(set(fallback), AnsweredFirstJudge(answer_judge, live, cache), None, emit):
+        used = _use_answers(
+            run, plan, todo_batch, needed, answers, elapsed, routes, outcome.discount, judge, cache, emit
+        )
+        if not used:
             outcome.interrupted = True
             return outcome
         keep_answers(answers, plan, cache)  # after the judging, which reports its own cache hits

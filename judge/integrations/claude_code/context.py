@@ -133,24 +133,21 @@ def _listed(value: Any) -> list[Any]:
     return _clipped(value) if isinstance(value, list) else []
 
 
-def build_context(  # noqa: C901
+def build_context(
     hook_input: ClaudeCodeInput, transcript: Path | None, last_text: str | None
 ) -> dict[str, Any]:
     """The hook context for this hook input (``hook_event_name`` is the judge event)."""
     event = hook_input.config_event
     ctx: dict[str, Any] = {"hook_event_name": event}
-    if hook_input.agent_type:
-        ctx["agent_name"] = hook_input.agent_type
-    if hook_input.session_id:
-        ctx["session_id"] = hook_input.session_id
-    if transcript is not None:
-        ctx["execution_summary"] = str(transcript)
-    if hook_input.cwd:
-        ctx["cwd"] = hook_input.cwd
-    if hook_input.permission_mode:
-        ctx["permission_mode"] = hook_input.permission_mode
-    if hook_input.agent_id:
-        ctx["agent_id"] = hook_input.agent_id  # a subagent's stop or tool call
+    present = {
+        "agent_name": hook_input.agent_type,
+        "session_id": hook_input.session_id,
+        "execution_summary": str(transcript) if transcript is not None else None,
+        "cwd": hook_input.cwd,
+        "permission_mode": hook_input.permission_mode,
+        "agent_id": hook_input.agent_id,  # a subagent's stop or tool call
+    }
+    ctx.update({name: value for name, value in present.items() if value})
     if event in STOP_EVENTS:
         ctx["final_output"] = _final_output(hook_input, last_text)
         for name in ("background_tasks", "session_crons"):
@@ -158,27 +155,35 @@ def build_context(  # noqa: C901
             if listed:
                 ctx[name] = listed
     else:
-        ctx["tool_name"] = hook_input.tool_name
-        ctx["tool_input"] = hook_input.tool_input if hook_input.tool_input is not None else {}
-        if hook_input.tool_use_id:
-            ctx["tool_use_id"] = hook_input.tool_use_id
-        if isinstance(hook_input.mcp_server, dict) and hook_input.mcp_server:
-            ctx["mcp_server"] = _clipped(hook_input.mcp_server)
-        if isinstance(hook_input.duration_ms, int | float) and not isinstance(hook_input.duration_ms, bool):
-            ctx["duration_ms"] = hook_input.duration_ms
-        for name in ("command_name", "command_source"):  # a skill's shell command
-            value = getattr(hook_input, name)
-            if isinstance(value, str) and value:
-                ctx[name] = _clipped(value)
-        if hook_input.hook_event_name == "PostToolUse":
-            ctx["tool_result"] = hook_input.tool_response
-            ctx["tool_succeeded"] = True
-        elif hook_input.hook_event_name == "PostToolUseFailure":
-            ctx["tool_result"] = hook_input.error
-            ctx["tool_succeeded"] = False
-            ctx["tool_error"] = hook_input.error
-            if hook_input.is_interrupt is not None:
-                ctx["is_interrupt"] = hook_input.is_interrupt
+        ctx.update(_tool_fields(hook_input))
+    return ctx
+
+
+def _tool_fields(hook_input: ClaudeCodeInput) -> dict[str, Any]:
+    """A tool event's part of the context: the call, and its result after it ran."""
+    ctx: dict[str, Any] = {
+        "tool_name": hook_input.tool_name,
+        "tool_input": hook_input.tool_input if hook_input.tool_input is not None else {},
+    }
+    if hook_input.tool_use_id:
+        ctx["tool_use_id"] = hook_input.tool_use_id
+    if isinstance(hook_input.mcp_server, dict) and hook_input.mcp_server:
+        ctx["mcp_server"] = _clipped(hook_input.mcp_server)
+    if isinstance(hook_input.duration_ms, int | float) and not isinstance(hook_input.duration_ms, bool):
+        ctx["duration_ms"] = hook_input.duration_ms
+    for name in ("command_name", "command_source"):  # a skill's shell command
+        value = getattr(hook_input, name)
+        if isinstance(value, str) and value:
+            ctx[name] = _clipped(value)
+    if hook_input.hook_event_name == "PostToolUse":
+        ctx["tool_result"] = hook_input.tool_response
+        ctx["tool_succeeded"] = True
+    elif hook_input.hook_event_name == "PostToolUseFailure":
+        ctx["tool_result"] = hook_input.error
+        ctx["tool_succeeded"] = False
+        ctx["tool_error"] = hook_input.error
+        if hook_input.is_interrupt is not None:
+            ctx["is_interrupt"] = hook_input.is_interrupt
     return ctx
 
 
