@@ -10,7 +10,7 @@ fi
 # The real Claude Code CLI for tests/realclient (from npm, into a cache folder; those
 # tests skip with the reason when it cannot be installed).
 .venv/bin/python tests/realclient/claude_cli.py || true
-# Debian's Chromium for the live view's browser test (tests/test_server_ui.py); without it
+# Debian's Chromium for the live view's browser test (tests/service/test_ui.py); without it
 # that test is skipped with the reason.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \

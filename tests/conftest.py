@@ -75,3 +75,40 @@ def pg_url(postgres: Any, request: pytest.FixtureRequest) -> str:
 
 
 _DATABASES = itertools.count()
+
+
+def _loopback(address: Any) -> bool:
+    """Whether a socket address stays on this machine (a Unix socket, a loopback IP)."""
+    import ipaddress
+
+    if isinstance(address, str | bytes):  # AF_UNIX path
+        return True
+    if not isinstance(address, tuple) or not address:
+        return False
+    host = address[0]
+    if isinstance(host, bytes):
+        host = host.decode(errors="replace")
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test opens a connection off this machine: the SDKs are driven for real against
+    judge.testing.LLMServer on loopback, and anything else fails the test at once."""
+    import socket
+
+    def guarded(original: Any) -> Any:
+        def connect(self: socket.socket, address: Any) -> Any:
+            if not _loopback(address):
+                raise AssertionError(f"a test tried to connect to {address!r}: tests stay on loopback")
+            return original(self, address)
+
+        return connect
+
+    monkeypatch.setattr(socket.socket, "connect", guarded(socket.socket.connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded(socket.socket.connect_ex))

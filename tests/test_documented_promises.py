@@ -19,11 +19,11 @@ from judge.hooks.engine import Engine
 from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations import SessionFacts, StopGate
 from judge.state import Store
-from tests.test_claude_code import run_adapter, stop_payload
-from tests.test_claude_code import write_config as write_cc_config
-from tests.test_commands import command
-from tests.test_eval_cli import run_eval
-from tests.test_eval_runner import ScriptedJudge, labelled_rows, write_suite
+from tests.claude_code.test_adapter import run_adapter, stop_payload
+from tests.claude_code.test_adapter import write_config as write_cc_config
+from tests.cli.test_eval import run_eval
+from tests.evaluation.test_runner import ScriptedJudge, labelled_rows, write_suite
+from tests.hooks.test_command import command
 
 # --------------------------------------------------------------------------- sandbox env
 

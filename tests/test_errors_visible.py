@@ -17,9 +17,9 @@ from judge.evaluation.bounds import check_bounds, parse_bounds
 from judge.evaluation.metrics import compute_metrics
 from judge.evaluation.runner import CaseResult
 from judge.hooks.judging import PromptRequest, PromptVerdict
-from tests.test_cli_run import STOP, run, write_config
-from tests.test_eval_cli import run_eval
-from tests.test_eval_runner import write_suite
+from tests.cli.test_eval import run_eval
+from tests.cli.test_run import STOP, run, write_config
+from tests.evaluation.test_runner import write_suite
 
 
 class KindsJudge:

@@ -21,7 +21,7 @@ from judge.hooks.engine import Engine
 from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations import wrap_dispatcher
 from judge.tuning.measure import hook_verdict
-from tests.test_integrations import FREE_USER, Dispatcher, tool_use
+from tests.integrations.test_agent_loops import FREE_USER, Dispatcher, tool_use
 
 # --------------------------------------------------------------------------- dispatcher
 

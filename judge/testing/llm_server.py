@@ -48,7 +48,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from judge.testing import anthropic_wire
+import judge.testing.anthropic_wire as anthropic_wire
 from judge.testing.batch_wire import BatchStore
 from judge.testing.llm_replies import (
     LLMRequest,

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.test_server import REPO, Service
+from tests.service.test_service import REPO, Service
 
 
 class LimitedService(Service):

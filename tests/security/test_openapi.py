@@ -10,7 +10,7 @@ import pytest
 
 from judge.service.openapi import openapi_document, render
 from tests.security.serve import LimitedService
-from tests.test_server import REPO
+from tests.service.test_service import REPO
 
 schemathesis = pytest.importorskip("schemathesis", reason="the fuzz run needs schemathesis (dev extra)")
 from hypothesis import HealthCheck, settings  # noqa: E402
@@ -92,7 +92,7 @@ def test_fuzz_no_server_error_no_hang(case, served: LimitedService):
 async def test_openapi_json_needs_no_token_but_the_api_does(tmp_path):
     from judge.config import Config
     from judge.service.app import ServerSettings, create_app
-    from tests.test_security import _call
+    from tests.security.test_hostile_inputs import _call
 
     app = create_app(ServerSettings(config=Config(), data_dir=tmp_path / "d", api_token="s3cret"))
     status, document = await _call(app, "GET", "/openapi.json", b"")

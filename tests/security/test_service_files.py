@@ -21,7 +21,7 @@ from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.service.app import ServerSettings, create_app
 from judge.service.files import confine_path, open_confined
 from judge.transcripts import formats, prepared
-from tests.test_security import _call
+from tests.security.test_hostile_inputs import _call
 
 pytestmark = pytest.mark.timeout(60)
 

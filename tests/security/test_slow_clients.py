@@ -203,7 +203,7 @@ def test_bad_limit_flags_are_refused(tmp_path, flag, value, message):
     import subprocess
     import sys
 
-    from tests.test_server import REPO
+    from tests.service.test_service import REPO
 
     done = subprocess.run(
         [sys.executable, "-m", "judge", "serve", "--port", "0", "--data-dir", str(tmp_path), flag, value],
