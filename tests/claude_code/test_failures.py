@@ -1,10 +1,12 @@
 """A hook that could not decide is never silent in Claude Code: the answer carries a
 systemMessage naming it and what its failMode made of it (an allow would otherwise print
-nothing, and Claude Code shows a hook's stderr only in verbose mode)."""
+nothing, and Claude Code shows a hook's stderr only in verbose mode). Nor is an adapter that
+cannot use its state location."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,8 @@ import pytest
 from judge.config import config_from_data
 from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.integrations.claude_code.adapter import ClaudeCodeInput, handle
+from tests.claude_code.test_adapter import run_adapter, stop_payload
+from tests.claude_code.test_adapter import write_config as write_cc_config
 from tests.claude_code.test_fail_closed import claude_code
 
 
@@ -136,3 +140,20 @@ async def test_command_hooks_alone_do_not_mention_the_transcript(tmp_path: Path)
     assert (
         await handle(stop_with_transcript(tmp_path / "gone.jsonl"), config, tmp_path / "state.sqlite") is None
     )
+
+
+def test_claude_code_adapter_with_an_unwritable_state_location(tmp_path: Path) -> None:
+    config = write_cc_config(
+        tmp_path,
+        {"hooks": {"Stop": [{"type": "prompt", "prompt": "Done? $ARGUMENTS", "model": "fake:block:more"}]}},
+    )
+    blocker = tmp_path / "state-dir"
+    blocker.write_text("a file where the state folder should be")
+    proc = run_adapter(
+        tmp_path, stop_payload("s-1", False), config, {"JUDGE_STATE": str(blocker / "state.sqlite")}
+    )
+    assert proc.returncode == 0
+    out = json.loads(proc.stdout)
+    assert set(out) == {"systemMessage"}  # the stop goes through, and the user is told why
+    assert "not checked" in out["systemMessage"] and str(blocker) in out["systemMessage"]
+    assert proc.stderr.startswith("judge claude-code: ") and str(blocker) in proc.stderr

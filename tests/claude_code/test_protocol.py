@@ -24,6 +24,7 @@ from judge.integrations.claude_code.protocol import (
     block_cap_warnings,
     claude_code_block_cap,
 )
+from tests.hooks.test_gate import Rejecter
 
 
 def run_adapter(
@@ -131,6 +132,27 @@ def test_claude_codes_stop_hook_active_reaches_the_hooks(tmp_path: Path, active:
         "decision": "block",
         "reason": f'"stop_hook_active": {"true" if active else "false"}',
     }
+
+
+async def test_claude_code_fresh_subagent_stop_starts_a_new_loop(tmp_path: Path) -> None:
+    hook = {"type": "prompt", "prompt": "judge", "maxRejections": 3}
+    config = config_from_data({"hooks": {"SubagentStop": [hook]}})
+    state = tmp_path / "state.db"
+
+    def sub(active: bool) -> ClaudeCodeInput:
+        return ClaudeCodeInput(
+            hook_event_name="SubagentStop",
+            session_id="s",
+            agent_id="a1",
+            stop_hook_active=active,
+            last_assistant_message="todo",
+        )
+
+    outputs = [await handle(sub(active), config, state, judge=Rejecter()) for active in (False, True)]
+    assert all(o is not None and o.get("decision") == "block" for o in outputs)
+    # stop_hook_active false: a fresh stop, so this is the first rejection, not the forced third.
+    fresh = await handle(sub(False), config, state, judge=Rejecter())
+    assert fresh == {"decision": "block", "reason": "unfinished"}
 
 
 # -- 3. PostToolUse blocks replace the tool output -------------------------------

@@ -1,4 +1,6 @@
-"""`judge eval` end to end: reports, junit shape, --fail-under exit codes, cache, kill + resume."""
+"""`judge eval` end to end: reports, junit shape, --fail-under exit codes, cache (and where it
+lives), kill + resume, and errors: grouped by message in the summary and the reports, and a
+run where every judgement errored."""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ import pytest
 
 from judge.cli import build_parser, main
 from judge.cli.eval import eval_main
+from judge.errors import HookError
+from judge.evaluation.cache import CACHE_NAME
 from judge.evaluation.metrics import stable_view
 from judge.evaluation.runner import read_results
+from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.testing import LLMRequest, LLMServer, Reply, verdict
 from tests.evaluation.test_runner import ScriptedJudge, labelled_rows, write_suite
 
@@ -171,6 +176,21 @@ def test_second_run_is_served_from_cache_through_the_sdk(
         assert stable_view(second) == stable_view(first)
         assert main([*argv, "--repeats", "2", "--no-cache"]) == 0
         assert len(server.requests) == 16  # --no-cache bypasses it
+
+
+def test_eval_cache_lives_next_to_the_output_folder_by_default(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", labelled_rows(4))
+    runs = tmp_path / "runs"
+    judge = ScriptedJudge()
+    assert run_eval([str(suite), "--out", str(runs / "first"), "--quiet"], judge=judge) == 0
+    assert (runs / CACHE_NAME).is_file() and not (runs / "first" / CACHE_NAME).exists()
+    assert judge.calls == 4
+    assert run_eval([str(suite), "--out", str(runs / "second"), "--quiet"], judge=judge) == 0
+    assert judge.calls == 4  # a sibling output folder shares it
+    report = json.loads((runs / "second" / "report.json").read_text())
+    assert report["cachedResults"] == 4
+    assert run_eval([str(suite), "--out", str(tmp_path / "elsewhere" / "o"), "--quiet"], judge=judge) == 0
+    assert judge.calls == 8  # another parent folder, another cache
 
 
 SLOW_RUNNER = """
@@ -341,3 +361,85 @@ def test_cases_holding_lone_surrogates_are_judged_cached_and_reported(tmp_path: 
         assert report["errors"] == 0 and report["accuracy"] == 0.5
         assert "incomplete: answer 1 BAD" in (tmp_path / run / "report.html").read_text()  # a disagreement
     assert json.loads((tmp_path / "o2" / "report.json").read_text())["cachedResults"] == 2
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class KindsJudge:
+    """Allows ``ok`` answers, blocks ``bad`` ones, raises the text after ``fail:``."""
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        text = str(request.context.get("final_output", ""))
+        if text.startswith("fail:"):
+            raise HookError(text.removeprefix("fail:").strip())
+        return PromptVerdict(ok="bad" not in text, reason="it is bad" if "bad" in text else None)
+
+
+def rows(*outputs: tuple[str, str | None]) -> list[dict[str, Any]]:
+    return [
+        {"id": f"c{i}", "context": {"final_output": out}, "label": label}
+        for i, (out, label) in enumerate(outputs)
+    ]
+
+
+def eval_with(
+    tmp_path: Path, cases: list[dict[str, Any]], *flags: str, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str, dict[str, Any]]:
+    suite = write_suite(tmp_path / "s", cases)
+    out = tmp_path / "out"
+    code = run_eval([str(suite), "--out", str(out), *flags], judge=KindsJudge())
+    captured = capsys.readouterr()
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    return code, captured.out, captured.err, report
+
+
+def test_eval_summary_report_json_and_html_group_errors_by_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = rows(
+        ("fail: OPENAI_API_KEY is not set", "allow"),
+        ("ok", "allow"),
+        ("fail: OPENAI_API_KEY is not set", "block"),
+        ("fail: rate limited", None),
+        ("fail: OPENAI_API_KEY is not set", None),
+    )
+    code, out, _, report = eval_with(tmp_path, cases, capsys=capsys)
+    assert code == 0
+    key = "agent[0] (prompt): OPENAI_API_KEY is not set"
+    assert "  3 x " + key in out.splitlines()
+    assert "  1 x agent[0] (prompt): rate limited" in out.splitlines()
+    assert out.index(key) < out.index("rate limited")  # most frequent first
+    assert report["errorGroups"] == [
+        {"message": key, "count": 3, "examples": ["c0#0", "c2#0", "c4#0"]},
+        {"message": "agent[0] (prompt): rate limited", "count": 1, "examples": ["c3#0"]},
+    ]
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "Errors by message" in page
+    assert "<td class=num>3</td><td>agent[0] (prompt): OPENAI_API_KEY is not set</td>" in page
+
+
+def test_summary_lists_the_most_frequent_kinds_and_counts_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = rows(("ok", None), *[(f"fail: kind {i}", None) for i in range(7)])
+    code, out, _, report = eval_with(tmp_path, cases, capsys=capsys)
+    assert code == 0 and len(report["errorGroups"]) == 7
+    assert "  ... and 2 more in 2 other kind(s) (see report.html)" in out.splitlines()
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_run_where_every_judgement_errored_says_so_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet: bool
+) -> None:
+    cases = rows(("fail: OPENAI_API_KEY is not set", "allow"), ("fail: OPENAI_API_KEY is not set", "block"))
+    flags = ["--fail-under", "accuracy=0.5"] + (["--quiet"] if quiet else [])
+    code, _, err, report = eval_with(tmp_path, cases, *flags, capsys=capsys)
+    assert code == 2
+    assert (
+        "judge eval: every judgement errored (2 of 2): the run measured nothing; "
+        "most common: agent[0] (prompt): OPENAI_API_KEY is not set"
+    ) in err
+    assert report["errors"] == 2  # the reports are still written, for a look at why
+    if quiet:
+        assert "  2 x agent[0] (prompt): OPENAI_API_KEY is not set" in err.splitlines()

@@ -1,5 +1,6 @@
 """`judge run` end to end, as a subprocess: output fields, exit codes,
---transcript, --session/--state across processes, --data-dir logs."""
+--transcript, --session/--state across processes, --data-dir logs, each hook error on
+stderr (stdout stays the JSON), and a reason holding a lone surrogate printed."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import io
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -358,3 +360,62 @@ def test_missing_config_binary_context_and_unusable_state(
     assert main([*args, "--session", "s", "--state", state]) == 1
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("cannot use the state or data dir:")
+
+
+def test_judge_run_prints_each_hook_error_on_stderr_and_keeps_stdout_json(tmp_path: Path) -> None:
+    port = socket.socket()
+    port.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{port.getsockname()[1]}/v1"
+    port.close()
+    config = write_config(
+        tmp_path,
+        {
+            "Stop": [
+                {"type": "prompt", "prompt": "Done? $ARGUMENTS", "model": "openai:gpt-x"},
+                {"type": "prompt", "prompt": "Done? $ARGUMENTS", "model": "anthropic:claude-x"},
+                {"type": "command", "command": "true"},
+            ]
+        },
+    )
+    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": url, "ANTHROPIC_API_KEY": ""}
+    proc = run("--config", config, "--event", "Stop", stdin=STOP, env=env)
+    assert proc.returncode == 0
+    decision = json.loads(proc.stdout)  # stdout is still only the JSON
+    assert decision["decision"] == "allow"
+    lines = proc.stderr.splitlines()
+    assert lines == [
+        "judge run: Stop hook agent[0] (prompt, openai:gpt-x) failed: provider failed after 3 attempts: "
+        f"openai:gpt-x: connection refused by {url} -> allow (its failMode)",
+        "judge run: Stop hook agent[1] (prompt, anthropic:claude-x) failed: ANTHROPIC_API_KEY is not set "
+        "(needed for anthropic:claude-x) -> allow (its failMode)",
+    ]
+
+
+def test_judge_run_is_silent_on_stderr_without_errors(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"Stop": [{"type": "command", "command": "true"}]})
+    proc = run("--config", config, "--event", "Stop", stdin=STOP)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_a_reason_quoting_a_lone_surrogate_is_printed_not_a_crash(tmp_path: Path) -> None:
+    # the hook reads the answer's surrogate as JSON's escape and quotes it back: printing the
+    # block must not crash (Claude Code reads exit 1 as a non-blocking error: a fail open)
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        "hooks:\n  Stop:\n    - type: command\n      failMode: block\n      script: |\n"
+        "        #!/usr/bin/env python3\n        import json, sys\n"
+        "        tail = json.load(sys.stdin)['final_output'][-3:]\n"
+        "        print(json.dumps({'decision': 'block', 'reason': 'ends mid-word: ' + tail}))\n",
+        encoding="utf-8",
+    )
+    context = tmp_path / "ctx.json"
+    context.write_text('{"final_output": "Deploy status: \\ud83d"}', encoding="utf-8")
+    argv = [sys.executable, "-m", "judge", "run", "--config", str(config), "--event", "Stop"]
+    done = subprocess.run(
+        [*argv, "--context", str(context), "--session", "s\udcff", "--state", str(tmp_path / "s.db")],
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["decision"] == "block" and answer["reason"] == "ends mid-word: : \ud83d"

@@ -1,13 +1,20 @@
-"""Metrics of an eval run against hand-computed values (block is the positive class)."""
+"""Metrics of an eval run against hand-computed values (block is the positive class); a
+stop forced by maxRejections scores as a block (in tuning too); flips per case and per pair."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from judge.config import config_from_data
 from judge.decision import Usage
 from judge.evaluation.metrics import canonical_metric, compute_report, percentile, stable_view
-from judge.evaluation.runner import CaseResult
+from judge.evaluation.runner import CaseResult, run_cases
 from judge.evaluation.stats import cohen_kappa, wilson_interval
+from judge.evaluation.suite import Case
+from judge.tuning.measure import hook_verdict
 
 
 def res(
@@ -174,3 +181,52 @@ def test_metric_names() -> None:
     assert canonical_metric("Cohen-Kappa") == "cohenKappa"
     assert canonical_metric("falseBlockRate") is None  # lower is better: not a --fail-under metric
     assert canonical_metric("nonsense") is None
+
+
+def test_forced_stops_score_as_block_in_eval_and_in_tuning() -> None:
+    forced = CaseResult(id="f", decision="allow", forcedStop=True, label="block", reason="still missing")
+    allowed = CaseResult(id="a", decision="allow", label="allow")
+    report = compute_report([forced, allowed])
+    assert report["confusion"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 0}
+    assert (report["allowRate"], report["forcedStops"]) == (0.5, 1)
+    assert hook_verdict(forced) == "block" == forced.verdict
+
+
+async def test_forced_stop_end_to_end_counts_as_block(tmp_path: Path) -> None:
+    config = {
+        "hooks": {
+            "Stop": [
+                {
+                    "type": "prompt",
+                    "prompt": "Done? $ARGUMENTS",
+                    "model": "fake:block:more",
+                    "maxRejections": 1,
+                }
+            ]
+        }
+    }
+    case = Case.model_validate({"id": "x", "context": {"final_output": "half"}, "label": "block"})
+    [result] = await run_cases(config_from_data(config), "Stop", [case], base_dir=tmp_path)
+    assert (result.decision, result.forced_stop) == ("allow", True)  # results.jsonl: the gate's decision
+    report = compute_report([result])
+    assert (report["recall"], report["forcedStops"]) == (1.0, 1)  # metrics: the judge's block
+
+
+def flip_results(decisions: dict[str, list[str]]) -> list[CaseResult]:
+    out: list[Any] = []
+    for cid, ds in decisions.items():
+        out += [CaseResult(id=cid, repeat=i, decision=d) for i, d in enumerate(ds)]  # type: ignore[arg-type]
+    return out
+
+
+def test_flip_rate_per_case_grows_with_repeats_and_per_pair_is_reported_too() -> None:
+    # A judge that blocks about half the time, seen with 2 and with 4 repeats: flipRate
+    # (share of cases with any disagreement) doubles; pairFlipRate stays near 2p(1-p).
+    two = compute_report(flip_results({"a": ["block", "allow"], "b": ["block", "block"]}))
+    four = compute_report(
+        flip_results({"a": ["block", "allow", "block", "allow"], "b": ["block", "allow", "block", "allow"]})
+    )
+    assert (two["flipRate"], four["flipRate"]) == (0.5, 1.0)
+    assert two["pairFlipRate"] == 0.5  # 1 of 2 pairs disagree
+    assert four["pairFlipRate"] == pytest.approx(8 / 12, abs=1e-6)  # 2x2 of the 6 pairs per case
+    assert four["flips"] == {"flipped": 2, "eligible": 2, "disagreeingPairs": 8, "pairs": 12, "repeats": 4}

@@ -305,3 +305,37 @@ def test_cache_key_ignores_the_timeout() -> None:
     request = PromptRequest(hook=hook, context={"final_output": "x"})
     longer = PromptRequest(hook=hook.model_copy(update={"timeout": 7}), context={"final_output": "x"})
     assert cache_key(request) == cache_key(longer)
+
+
+class CoinJudge:
+    """Blocks on odd calls, allows on even ones: every call is a fresh sample."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        self.calls += 1
+        return PromptVerdict(ok=self.calls % 2 == 0, reason="odd call", model="coin")
+
+
+PROMPT = {"hooks": {"Stop": [{"type": "prompt", "prompt": "Complete? $ARGUMENTS", "model": "fake:allow"}]}}
+
+
+async def test_cases_with_identical_content_are_judged_independently_with_the_cache(tmp_path: Path) -> None:
+    cases = [
+        Case.model_validate({"id": cid, "context": {"final_output": "same answer"}}) for cid in ("a", "b")
+    ]
+    judge = CoinJudge()
+    cache = JudgementCache(tmp_path / "cache.sqlite")
+    try:
+        first = await run_cases(
+            config_from_data(PROMPT), "Stop", cases, base_dir=tmp_path, repeats=2, judge=judge, cache=cache
+        )
+        assert judge.calls == 4  # a#0, a#1, b#0, b#1: none answered from another case's entry
+        again = await run_cases(
+            config_from_data(PROMPT), "Stop", cases, base_dir=tmp_path, repeats=2, judge=judge, cache=cache
+        )
+    finally:
+        cache.close()
+    assert judge.calls == 4 and all(r.cached for r in again)  # the cache still works per case
+    assert [r.decision for r in again] == [r.decision for r in first]

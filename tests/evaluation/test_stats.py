@@ -85,3 +85,20 @@ def test_holm_adjusts_in_the_given_order_and_stays_monotone() -> None:
     assert holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
     assert holm([0.2]) == [0.2]
     assert holm([]) == []
+
+
+def exact_reference(b: int, c: int) -> float:
+    """The two-sided exact McNemar p-value with rational arithmetic."""
+    n, k = b + c, min(b, c)
+    tail = Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n)
+    return float(min(Fraction(1), 2 * tail))
+
+
+@pytest.mark.parametrize(("b", "c"), [(600, 600), (500, 700), (512, 512), (0, 1024), (480, 560), (1, 3000)])
+def test_mcnemar_with_1024_or_more_discordant_pairs(b: int, c: int) -> None:
+    assert mcnemar_exact(b, c).p_value == pytest.approx(exact_reference(b, c), rel=1e-12, abs=1e-300)
+
+
+def test_mcnemar_with_very_many_pairs_is_quick_and_finite() -> None:
+    p = mcnemar_exact(50_000, 50_600).p_value
+    assert 0.0 < p < 1.0

@@ -1,4 +1,6 @@
-"""Command hooks in the sandbox: hostile and careless scripts.
+"""Command hooks in the sandbox: hostile and careless scripts, the environment they get (an
+allow-list), answers holding lone surrogates, and the transcript copy made for a hook that
+runs as another user.
 
 Each test runs a real bash or python3 process. Timeouts are 1 s so the whole file
 stays quick; the bounds asserted are behaviour bounds with generous margins.
@@ -6,18 +8,22 @@ stays quick; the bounds asserted are behaviour bounds with generous margins.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from judge.config import Hook, config_from_data
 from judge.errors import HookError
-from judge.hooks.command import OUTPUT_CAP, run_command_hook
+from judge.hooks import command as commands
+from judge.hooks.command import ENV_ALLOWLIST, OUTPUT_CAP, run_command_hook
 from judge.hooks.engine import Engine
 from tests.security.sandbox_probe import pids_with, token
 
@@ -249,6 +255,31 @@ async def test_engine_passes_the_event_and_transcript_but_no_secrets(
     assert decision.reason == "Stop|hello|none"
 
 
+#: What the sandbox sets itself, beside the parent's allow-listed variables.
+SANDBOX_SET = {"HOME", "TMPDIR", "PYTHONIOENCODING"}
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+async def test_the_hook_environment_is_an_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    unlisted = {
+        "DATABASE_URL": "postgresql://app:pw@db/prod",
+        "SENTRY_DSN": "https://key@sentry.example/1",
+        "COMPANY_INTERNAL_SETTING": "internal-setting-value-7",  # (not a substring of a temp dir's name)
+    }
+    for name, value in unlisted.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TZ", "UTC")  # listed: passed through
+    # The environment the hook's process was started with, as the kernel recorded it
+    # (a shell or an interpreter shim adds variables of its own later).
+    result = await run_command_hook(command("tr '\\0' '\\n' < /proc/$$/environ"), "{}")
+    seen = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    assert "PATH" in seen, result
+    assert set(seen) <= set(ENV_ALLOWLIST) | SANDBOX_SET, set(seen) - set(ENV_ALLOWLIST) - SANDBOX_SET
+    for name, value in unlisted.items():
+        assert name not in seen and value not in result.stdout
+    assert seen["TZ"] == "UTC"
+
+
 INJECTIONS = [
     "$(touch {m})",
     "`touch {m}`",
@@ -307,3 +338,77 @@ async def test_unexpected_errors_inside_the_engine_become_hook_errors() -> None:
     config = config_from_data({"hooks": {"Stop": [{"prompt": "p", "failMode": "block"}]}})
     decision = await Engine(config, judge=Exploding()).evaluate("Stop", stop_ctx())  # type: ignore[arg-type]
     assert decision.reason == "Hook error: HookError"
+
+
+# -- lone surrogates -------------------------------------------------------------------------
+
+#: What decoding bytes that are not UTF-8 with surrogateescape gives (os.fsdecode, a
+#: subprocess's output), and what a JSON "\udcff" escape in model-written text becomes.
+LONE = "3 failed \udcff"
+
+
+async def test_a_lone_surrogate_reaches_a_command_hook_as_the_same_json() -> None:
+    context = {"hook_event_name": "Stop", "final_output": LONE}
+    hook = Hook.model_validate({"type": "command", "command": "cat", "timeout": 5})
+    started = time.monotonic()
+    result = await run_command_hook(hook, json.dumps(context, ensure_ascii=False))
+    assert not result.timed_out and time.monotonic() - started < 4
+    assert result.stdout.isascii() or "\\udcff" in result.stdout
+    assert json.loads(result.stdout) == context
+
+
+def test_a_command_hook_judges_an_answer_holding_a_lone_surrogate() -> None:
+    hook = {"type": "command", "command": "echo 'run the tests' >&2; exit 2", "timeout": 5}
+    engine = Engine(config_from_data({"hooks": {"Stop": [hook]}}))
+    decision = asyncio.run(engine.evaluate("Stop", {"final_output": f"Done. {LONE}"}))
+    assert decision.decision == "block" and decision.reason == "run the tests"
+    assert decision.hooks[0].error is None
+
+
+# -- the transcript copy for another user ----------------------------------------------------
+
+
+async def test_a_transcript_copy_for_another_user_is_off_the_loop_and_within_the_timeout(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # under root every command hook gets its own copy of a transcript the agent sized
+    stops: list[threading.Event] = []
+
+    def slow_copy(transcript: Path, workdir: str, user: Any, stop: threading.Event) -> str:
+        stops.append(stop)
+        stop.wait(5)
+        return str(transcript)
+
+    monkeypatch.setattr(commands, "_transcript_for", slow_copy)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    beat = asyncio.ensure_future(ticker())
+    hook = Hook.model_validate({"type": "command", "command": "true", "timeout": 1})
+    started = time.monotonic()
+    with pytest.raises(HookError, match="copying the transcript"):
+        await run_command_hook(hook, "{}", timeout=0.3, transcript=tmp_path / "t.txt")
+    beat.cancel()
+    assert time.monotonic() - started < 1.2
+    assert ticks >= 5  # the event loop kept running while the copy went on
+    assert stops and stops[0].is_set()  # and the copy is told to stop, not left running
+
+
+def test_a_transcript_copy_is_whole_and_stops_when_told(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(commands, "COPY_CHUNK", 1000)
+    source = tmp_path / "t.txt"
+    source.write_bytes(bytes(range(256)) * 40)
+    commands._copy_until(source, tmp_path / "copy.txt", threading.Event())
+    assert (tmp_path / "copy.txt").read_bytes() == source.read_bytes()
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(HookError, match="stopped"):
+        commands._copy_until(source, tmp_path / "stopped.txt", stop)
+    assert (tmp_path / "stopped.txt").stat().st_size == 0

@@ -1,5 +1,6 @@
 """End-to-end judgements through the real openai and anthropic SDKs against the local
-test server (no network)."""
+test server (no network); a lone surrogate in the prompt, a missing transcript, and the
+observer's trace."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from judge.hooks.judging import PromptRequest
 from judge.llm import LLMJudge
 from judge.llm.instructions import REPAIR_PROMPT
 from judge.testing import LLMServer, call, calls, fail, hang, say, verdict
+from tests.hooks.test_command import LONE
 
 FORMATS = ["openai", "anthropic"]
 
@@ -339,3 +341,37 @@ async def test_huge_keys_and_deep_values_are_bounded_too(server, fmt):
     await judge_for(server, fmt).evaluate(request)
     sent = server.requests[0].text
     assert "characters cut by judge" in sent and len(sent) < 100_000 and "bottom" in sent
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_lone_surrogate_in_the_prompt_is_sent_as_a_replacement_character(
+    llm_server: LLMServer, fmt: str
+) -> None:
+    llm_server.default = verdict(False, "not done")
+    result = await LLMJudge(env=llm_server.env(fmt)).evaluate(make_request(final_output=f"Done. {LONE}"))
+    assert result.ok is False and result.reason == "not done"
+    assert len(llm_server.requests) == 1 and "3 failed \ufffd" in llm_server.requests[0].text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_a_missing_transcript_is_judged_without_it(
+    llm_server: LLMServer, fmt: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The tools are given over the transcript when it exists
+    llm_server.default = verdict(False, "no tests were run")
+    request = make_request(transcript=tmp_path / "gone.txt")
+    result = await LLMJudge(env=llm_server.env(fmt)).evaluate(request)
+    assert result.ok is False and result.reason == "no tests were run"
+    assert llm_server.requests[0].tool_names == []
+    assert "gone.txt not found; judged without it" in caplog.text
+
+
+async def test_an_observer_can_write_the_judgement_trace_as_json(llm_server: LLMServer) -> None:
+    # bench_real_model writes every trace to a JSONL file: its fields stay plain data
+    seen: list[str] = []
+    judge = LLMJudge(
+        env=llm_server.env("openai"), observer=lambda request, trace: seen.append(json.dumps(trace.__dict__))
+    )
+    assert (await judge.evaluate(make_request())).ok
+    (line,) = seen
+    assert json.loads(line)["input_tokens"] > 0 and json.loads(line)["requests"] == 1

@@ -1,4 +1,5 @@
-"""The README demo's service config and client, run against a real `judge serve`."""
+"""The README demo (`scripts/demo.sh`): its service config and client, run against a real
+`judge serve`, and the hint it ends with for getting `judge` on PATH."""
 
 from __future__ import annotations
 
@@ -45,3 +46,10 @@ def test_demo_client_against_the_service(tmp_path: Path) -> None:
     assert "All decisions as expected." in done.stdout
     assert "FAKE provider" in done.stdout and "fake:heuristic" in done.stdout
     assert (tmp_path / "data" / "session_summaries.jsonl").is_file()
+
+
+def test_demo_ends_by_telling_how_to_get_judge_on_path() -> None:
+    script = (REPO / "scripts" / "demo.sh").read_text()
+    tail = script[script.index("the judge command on your PATH") :]
+    assert 'source "$ROOT/.venv/bin/activate"' in tail
+    assert "judge init" in tail

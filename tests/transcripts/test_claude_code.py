@@ -1,4 +1,5 @@
-"""Claude Code transcript rendering: attachments, long tool output, summaries, resumable state."""
+"""Claude Code transcript rendering: attachments, long tool output, summaries, resumable state,
+lines of an unexpected shape."""
 
 from __future__ import annotations
 
@@ -268,3 +269,11 @@ def test_the_header_skips_queue_operations_for_the_line_that_has_version_and_cwd
         "=== Claude Code session s1 · Claude Code 2.1.332 · cwd /work ===",
         "USER: go",
     ]
+
+
+def test_claude_code_transcript_line_with_a_non_string_type_is_skipped() -> None:
+    renderer = ClaudeCodeRenderer()
+    for odd in ('{"type": ["user"]}', '{"type": {"k": 1}}'):
+        assert renderer.feed(odd) == []
+    line = '{"type": "user", "message": {"role": "user", "content": "hello"}}'
+    assert any("hello" in out for out in renderer.feed(line) + renderer.flush())

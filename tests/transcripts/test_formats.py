@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from judge.transcripts import detect_format, prepare_transcript, render_lines
 
@@ -153,3 +154,12 @@ def test_a_line_nested_too_deeply_is_left_out_and_the_rest_is_rendered(tmp_path)
         rendered[0] == "[1] user:"
         and rendered[-1] == "[a transcript entry nested too deeply to render was left out]"
     )
+
+
+def test_a_json_transcript_holding_a_surrogate_escape_is_rendered(tmp_path: Path) -> None:
+    source = tmp_path / "t.jsonl"
+    rows = [{"role": "user", "content": "add tests"}, {"role": "tool", "content": "bad byte \ud800 here"}]
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert "\\ud800" in source.read_text(encoding="utf-8")  # json.dumps escapes it
+    text = prepare_transcript(source).read_text(encoding="utf-8")
+    assert "add tests" in text and "bad byte ? here" in text

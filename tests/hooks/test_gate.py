@@ -1,4 +1,6 @@
-"""Regression tests for the gate's Stop rules across calls (counts, keys, validation)."""
+"""The gate's Stop rules across calls: the count a caller passes (validated, numeric strings
+honoured, with a store as without), and a count per loop, so subagent stops neither reset
+the session's Stop loop nor share its count."""
 
 from __future__ import annotations
 
@@ -65,62 +67,3 @@ async def test_a_subagent_loop_has_its_own_count(tmp_path: Path) -> None:
     assert (sub.decision, sub.rejection_count) == ("block", 1)
     main = await gate.decide("Stop", {"final_output": "todo"}, session_id="s")
     assert (main.decision, main.rejection_count) == ("block", 2)
-
-
-async def test_claude_code_fresh_subagent_stop_starts_a_new_loop(tmp_path: Path) -> None:
-    from judge.integrations.claude_code.adapter import ClaudeCodeInput, handle
-
-    hook = {"type": "prompt", "prompt": "judge", "maxRejections": 3}
-    config = config_from_data({"hooks": {"SubagentStop": [hook]}})
-    state = tmp_path / "state.db"
-
-    def sub(active: bool) -> ClaudeCodeInput:
-        return ClaudeCodeInput(
-            hook_event_name="SubagentStop",
-            session_id="s",
-            agent_id="a1",
-            stop_hook_active=active,
-            last_assistant_message="todo",
-        )
-
-    outputs = [await handle(sub(active), config, state, judge=Rejecter()) for active in (False, True)]
-    assert all(o is not None and o.get("decision") == "block" for o in outputs)
-    # stop_hook_active false: a fresh stop, so this is the first rejection, not the forced third.
-    fresh = await handle(sub(False), config, state, judge=Rejecter())
-    assert fresh == {"decision": "block", "reason": "unfinished"}
-
-
-async def test_stop_gate_reads_the_subagent_count_back_from_the_store(tmp_path: Path) -> None:
-    from judge.integrations.stop_gate import StopGate
-
-    gate = stop_gate(tmp_path)
-    first = StopGate(gate, event="SubagentStop")
-    assert not (await first.check("todo")).stop
-    restarted = StopGate(gate.engine, store=gate.store, event="SubagentStop")
-    assert restarted.rejection_count() == 1
-
-
-async def test_transcript_is_used_when_execution_summary_is_empty(tmp_path: Path) -> None:
-    seen: list[Path | None] = []
-
-    class Recorder:
-        async def evaluate(self, request: PromptRequest) -> PromptVerdict:
-            seen.append(request.transcript_path)
-            return PromptVerdict(ok=True)
-
-    transcript = tmp_path / "t.txt"
-    transcript.write_text("USER: hi\n", encoding="utf-8")
-    config = config_from_data({"hooks": {"Stop": [{"type": "prompt", "prompt": "judge"}]}})
-    engine = Engine(config, judge=Recorder())
-    await engine.evaluate("Stop", {"final_output": "x", "execution_summary": ""}, transcript)
-    assert seen == [transcript]
-
-
-def test_claude_code_transcript_line_with_a_non_string_type_is_skipped() -> None:
-    from judge.transcripts.claude_code import ClaudeCodeRenderer
-
-    renderer = ClaudeCodeRenderer()
-    for odd in ('{"type": ["user"]}', '{"type": {"k": 1}}'):
-        assert renderer.feed(odd) == []
-    line = '{"type": "user", "message": {"role": "user", "content": "hello"}}'
-    assert any("hello" in out for out in renderer.feed(line) + renderer.flush())
