@@ -23,7 +23,17 @@ if TYPE_CHECKING:
     from judge.config import Config, Hook, config_from_data, load_config
     from judge.context import parse_context
     from judge.decision import Decision, HookOutcome, Usage
-    from judge.errors import ConfigError, ContextError, HookError, JudgeError, StateUnavailable
+    from judge.errors import (
+        ApiError,
+        CascadeError,
+        ConfigError,
+        ContextError,
+        HookError,
+        JudgeError,
+        StateUnavailable,
+        SuiteError,
+        UsageError,
+    )
     from judge.hooks.engine import Engine
     from judge.hooks.gate import Gate
     from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
@@ -72,10 +82,16 @@ _LAZY = {
     "ContextError": "judge.errors",
     "HookError": "judge.errors",
     "StateUnavailable": "judge.errors",
+    "CascadeError": "judge.errors",
+    "SuiteError": "judge.errors",
+    "UsageError": "judge.errors",
+    "ApiError": "judge.errors",
 }
 
 __all__ = [
+    "ApiError",
     "AuditLog",
+    "CascadeError",
     "Config",
     "ConfigError",
     "ContextError",
@@ -96,7 +112,9 @@ __all__ = [
     "StopGate",
     "StopVerdict",
     "Store",
+    "SuiteError",
     "Usage",
+    "UsageError",
     "__version__",
     "check_config",
     "config_from_data",

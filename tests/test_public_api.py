@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: The promise to Python users. Changing it is an API change: do it on purpose.
 PUBLIC = {
+    "ApiError",
     "AuditLog",
+    "CascadeError",
     "Config",
     "ConfigError",
     "ContextError",
@@ -37,7 +39,9 @@ PUBLIC = {
     "StopGate",
     "StopVerdict",
     "Store",
+    "SuiteError",
     "Usage",
+    "UsageError",
     "__version__",
     "check_config",
     "config_from_data",
@@ -68,7 +72,16 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_the_exception_tree_is_rooted_in_judge_error() -> None:
-    for name in ("ConfigError", "ContextError", "HookError", "StateUnavailable"):
+    for name in (
+        "ApiError",
+        "CascadeError",
+        "ConfigError",
+        "ContextError",
+        "HookError",
+        "StateUnavailable",
+        "SuiteError",
+        "UsageError",
+    ):
         assert issubclass(getattr(judge, name), judge.JudgeError)
 
 
