@@ -60,7 +60,10 @@ CHILD = textwrap.dedent(
         began = time.monotonic()
         answer = tools.call("GrepSearch", {"query": pattern, "isRegexp": True})
         out.append([answer, time.monotonic() - began])
-    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # The peak RSS of this process's own memory (VmHWM): getrusage's ru_maxrss keeps the
+    # parent's peak across fork and exec, so it would measure the test runner instead.
+    status = Path("/proc/self/status").read_text()
+    rss_mb = int(next(l for l in status.splitlines() if l.startswith("VmHWM:")).split()[1]) / 1024
     print(json.dumps({"answers": out, "rss_mb": rss_mb}))
     """
 )
