@@ -79,6 +79,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX judge_log_kind_logged_at ON judge_log (kind, logged_at)",
         ),
     ),
+    Migration(
+        3,
+        "The last rejection of each Stop loop (digests), to end stalled loops",
+        (
+            """CREATE TABLE judge_stop_memory (
+                session_key TEXT PRIMARY KEY,
+                answer TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                repeats INTEGER NOT NULL,
+                updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+            )""",
+        ),
+    ),
 )
 
 
@@ -153,6 +166,19 @@ SQLITE_STATE: tuple[Migration, ...] = (
             """CREATE TABLE IF NOT EXISTS spend (
                 key TEXT PRIMARY KEY,
                 usd REAL NOT NULL,
+                updated_at REAL NOT NULL
+            )""",
+        ),
+    ),
+    Migration(
+        2,
+        "The last rejection of each Stop loop (digests), to end stalled loops",
+        (
+            """CREATE TABLE IF NOT EXISTS stop_memory (
+                session_id TEXT PRIMARY KEY,
+                answer TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                repeats INTEGER NOT NULL,
                 updated_at REAL NOT NULL
             )""",
         ),

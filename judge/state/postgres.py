@@ -35,6 +35,7 @@ from judge.errors import StateUnavailable
 from judge.redact import redact_url
 from judge.state.migrations import migrate
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, SessionBusy
+from judge.state.stop_memory import StopMemory
 
 try:
     import psycopg
@@ -246,7 +247,35 @@ class PostgresStore:
         return int(row[0])
 
     def reset(self, session_id: str) -> None:
-        self.set_rejection_count(session_id, 0)
+        """A new loop: the count and the last rejection are forgotten (one statement)."""
+        with self._conn() as conn:
+            conn.execute(
+                "WITH gone AS (DELETE FROM judge_rejections WHERE session_key = %(k)s) "
+                "DELETE FROM judge_stop_memory WHERE session_key = %(k)s",
+                {"k": session_id},
+            )
+
+    # -- the last rejection of a loop (stalled loops) -------------------------------------
+
+    def stop_memory(self, session_id: str) -> StopMemory | None:
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT answer, reason, repeats FROM judge_stop_memory WHERE session_key = %s", (session_id,)
+            ).fetchone()
+        return StopMemory(str(row[0]), str(row[1]), int(row[2])) if row else None
+
+    def set_stop_memory(self, session_id: str, memory: StopMemory | None) -> None:
+        with self._conn() as conn:
+            if memory is None:
+                conn.execute("DELETE FROM judge_stop_memory WHERE session_key = %s", (session_id,))
+            else:
+                conn.execute(
+                    "INSERT INTO judge_stop_memory (session_key, answer, reason, repeats) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT (session_key) DO UPDATE SET "
+                    "answer = EXCLUDED.answer, reason = EXCLUDED.reason, repeats = EXCLUDED.repeats, "
+                    "updated_at = now()",
+                    (session_id, memory.answer, memory.reason, memory.repeats),
+                )
 
     # -- spending (budgets) -------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Durable state in one SQLite file (the embedded default :class:`judge.state.StateStore`):
-Stop rejection counts per session, custom agents, spending.
+Stop rejection counts and the last rejection (:class:`StopMemory`) per session, custom
+agents, spending.
 
 Safe under concurrent processes: WAL mode, a busy timeout, and read-modify-write in
 ``BEGIN IMMEDIATE`` transactions. A :class:`Store` can be shared between threads and
@@ -23,6 +24,7 @@ from typing import Any
 from judge.errors import StateUnavailable
 from judge.state.migrations import SQLITE_STATE, migrate_sqlite
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, lock_folder, session_lock
+from judge.state.stop_memory import StopMemory
 
 #: How long a write waits for another writer's lock. The store's own transactions take
 #: milliseconds; a lock held longer (a backup, an operator's sqlite3 shell) is a failure.
@@ -124,7 +126,38 @@ class SQLiteStore:
         return int(row[0])
 
     def reset(self, session_id: str) -> None:
-        self.set_rejection_count(session_id, 0)
+        """A new loop: the count and the last rejection are forgotten (one transaction)."""
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.execute("DELETE FROM rejections WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM stop_memory WHERE session_id = ?", (session_id,))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    # -- the last rejection of a loop (stalled loops) -------------------------------------
+
+    def stop_memory(self, session_id: str) -> StopMemory | None:
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT answer, reason, repeats FROM stop_memory WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return StopMemory(str(row[0]), str(row[1]), int(row[2])) if row else None
+
+    def set_stop_memory(self, session_id: str, memory: StopMemory | None) -> None:
+        with self._connect() as db:
+            if memory is None:
+                db.execute("DELETE FROM stop_memory WHERE session_id = ?", (session_id,))
+            else:
+                db.execute(
+                    "INSERT INTO stop_memory (session_id, answer, reason, repeats, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                    "answer = excluded.answer, reason = excluded.reason, repeats = excluded.repeats, "
+                    "updated_at = excluded.updated_at",
+                    (session_id, memory.answer, memory.reason, memory.repeats, time.time()),
+                )
 
     # -- spending (budgets) -------------------------------------------------------------
 

@@ -97,8 +97,8 @@ ERRORS = [
         stop("Check the final answer.", "      model: fake:replies.json\n"),
         [
             "hooks.Stop[0].model: unknown fake model 'fake:replies.json': use fake:allow, "
-            "fake:block[:reason], fake:reasonless, fake:error, fake:heuristic, fake:optimizer "
-            "or fake:<script.json|yaml> (no such file)"
+            "fake:block[:reason], fake:reasonless, fake:impossible[:reason], fake:error, fake:heuristic, "
+            "fake:optimizer or fake:<script.json|yaml> (no such file)"
         ],
     ),
     Case(
