@@ -1172,3 +1172,37 @@ async def test_a_failed_prompt_hook_still_reports_the_model_it_tried() -> None:
     assert hook.error == "OPENAI_API_KEY is not set"
     assert hook.model == "openai:gpt-5.4-mini"
     assert decision.decision == "allow" and hook.usage is None
+
+
+async def test_a_rewrite_that_changes_nothing_is_no_rewrite() -> None:
+    same = {"command": "ls -la", "description": "list"}
+    reordered = {"description": "list", "command": "ls -la"}
+    there, back = {"command": "ls"}, same
+    cases = [
+        ([cmd(says({"hookSpecificOutput": {"updatedInput": reordered}}), matcher="*")], None),
+        (
+            [
+                cmd(says({"hookSpecificOutput": {"updatedInput": there}}), matcher="*"),
+                cmd(says({"hookSpecificOutput": {"updatedInput": back}}), matcher="*"),
+            ],
+            None,  # rewritten and rewritten back: the call is the one the agent made
+        ),
+        (
+            [cmd(says({"hookSpecificOutput": {"updatedInput": {**same, "timeout": 5}}}), matcher="*")],
+            "changed",
+        ),
+        (
+            [
+                cmd(
+                    says({"hookSpecificOutput": {"updatedInput": {"command": "ls -la", "description": 1}}}),
+                    matcher="*",
+                )
+            ],
+            "changed",
+        ),
+    ]
+    for hooks, expected in cases:
+        engine = Engine(config_from_data({"hooks": {"PreToolUse": hooks}}), judge=ScriptedJudge())
+        out = (await engine.evaluate("PreToolUse", pre_ctx(tool_input=same))).to_json()
+        assert out["decision"] == "allow"
+        assert ("updatedInput" in out) == (expected == "changed"), hooks
