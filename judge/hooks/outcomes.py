@@ -156,3 +156,33 @@ def stop_decision(
         outcome=_sent_back(blocking),
         stop_memory=memory,
     )
+
+
+def notice(decision: Decision, failures: list[str] | None = None) -> str | None:
+    """What the user is told of a Stop that did not simply end approved or rejected:
+    ``<event> <outcome>: <why>`` (None for approved, rejected and tool events).
+    ``failures``: the failed hooks as the caller words them (default: the decision's
+    :meth:`~judge.decision.Decision.error_lines`)."""
+    outcome, event = decision.outcome, decision.event
+    if outcome in (None, "approved", "rejected"):
+        return None
+    unresolved = f" Unresolved: {decision.reason}" if decision.reason else ""
+    if outcome == "forced":
+        why = f"allowed after {decision.rejection_count} rejection(s) (maxRejections reached).{unresolved}"
+    elif outcome == "impossible":
+        why = f"the judge says this cannot be finished without you: {decision.reason}"
+    elif outcome == "stalled":
+        why = (
+            "the agent gave the same answer again and the judge the same reason, so it was "
+            f"allowed to stop instead of being sent back again.{unresolved}"
+        )
+    elif outcome == "deferred":
+        waiting = sum(1 for h in decision.hooks if h.deferred and h.effective)
+        why = (
+            f"{waiting} prompt hook(s) not run while background tasks run; "
+            "the stop after that work ends is judged"
+        )
+    else:
+        lines = decision.error_lines() if failures is None else failures
+        why = "; ".join(lines) or "a hook could not decide"
+    return f"{event} {outcome}: {why}"
