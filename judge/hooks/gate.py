@@ -123,8 +123,7 @@ class Gate:
         stored = 0
         key = count_key(event, sid) if sid else ""
         if stop and self.store is not None and sid:
-            stored = await asyncio.to_thread(self.store.rejection_count, key)
-            last = await asyncio.to_thread(self.store.stop_memory, key)
+            stored, last = await asyncio.to_thread(self.store.stop_loop, key)
             # Validated as the engine would (a malformed count is an error, not a 0).
             parsed = parse_context(event, context)
             given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
@@ -149,9 +148,8 @@ class Gate:
                 # Add what this round added (atomically), so concurrent rounds of one
                 # session are never lost.
                 delta = decision.rejection_count - stored
-                if delta:
-                    await asyncio.to_thread(self.store.increment_rejection_count, key, delta)
-                await asyncio.to_thread(self.store.set_stop_memory, key, decision.stop_memory)
+                memory = decision.stop_memory
+                await asyncio.to_thread(self.store.record_rejection, key, delta, memory)
             else:
                 # The agent stops (however the loop ended): the next Stop starts a new loop.
                 await asyncio.to_thread(self.store.reset, key)

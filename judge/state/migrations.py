@@ -81,15 +81,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         3,
-        "The last rejection of each Stop loop (digests), to end stalled loops",
+        "Each Stop loop's last rejection (digests) beside its count, to end stalled loops",
         (
-            """CREATE TABLE judge_stop_memory (
-                session_key TEXT PRIMARY KEY,
-                answer TEXT NOT NULL,
-                reason TEXT NOT NULL,
-                repeats INTEGER NOT NULL,
-                updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
-            )""",
+            "ALTER TABLE judge_rejections ADD COLUMN answer TEXT, ADD COLUMN reason TEXT, "
+            "ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0",
         ),
     ),
 )
@@ -172,15 +167,11 @@ SQLITE_STATE: tuple[Migration, ...] = (
     ),
     Migration(
         2,
-        "The last rejection of each Stop loop (digests), to end stalled loops",
+        "Each Stop loop's last rejection (digests) beside its count, to end stalled loops",
         (
-            """CREATE TABLE IF NOT EXISTS stop_memory (
-                session_id TEXT PRIMARY KEY,
-                answer TEXT NOT NULL,
-                reason TEXT NOT NULL,
-                repeats INTEGER NOT NULL,
-                updated_at REAL NOT NULL
-            )""",
+            "ALTER TABLE rejections ADD COLUMN answer TEXT",
+            "ALTER TABLE rejections ADD COLUMN reason TEXT",
+            "ALTER TABLE rejections ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0",
         ),
     ),
 )

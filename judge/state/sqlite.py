@@ -126,38 +126,45 @@ class SQLiteStore:
         return int(row[0])
 
     def reset(self, session_id: str) -> None:
-        """A new loop: the count and the last rejection are forgotten (one transaction)."""
+        """A new loop: the count and the last rejection are forgotten."""
+        self.set_rejection_count(session_id, 0)
+
+    # -- the last rejection of a loop (stalled loops), kept in the count's row -------------
+
+    def stop_loop(self, session_id: str) -> tuple[int, StopMemory | None]:
+        """The loop's count and last rejection (None: none yet), in one read."""
         with self._connect() as db:
-            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "SELECT count, answer, reason, repeats FROM rejections WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            return 0, None
+        memory = StopMemory(str(row[1]), str(row[2]), int(row[3])) if row[1] is not None else None
+        return int(row[0]), memory
+
+    def stop_memory(self, session_id: str) -> StopMemory | None:
+        return self.stop_loop(session_id)[1]
+
+    def record_rejection(self, session_id: str, by: int, memory: StopMemory | None) -> int:
+        """Atomically add ``by`` to the count and keep ``memory`` as the loop's last
+        rejection (one write); the new count."""
+        answer, reason, repeats = memory if memory is not None else (None, None, 0)
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")  # (the commit ends the RETURNING statement too)
             try:
-                db.execute("DELETE FROM rejections WHERE session_id = ?", (session_id,))
-                db.execute("DELETE FROM stop_memory WHERE session_id = ?", (session_id,))
+                row = db.execute(
+                    "INSERT INTO rejections (session_id, count, updated_at, answer, reason, repeats) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                    "count = count + excluded.count, updated_at = excluded.updated_at, "
+                    "answer = excluded.answer, reason = excluded.reason, repeats = excluded.repeats "
+                    "RETURNING count",
+                    (session_id, by, time.time(), answer, reason, repeats),
+                ).fetchone()
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-
-    # -- the last rejection of a loop (stalled loops) -------------------------------------
-
-    def stop_memory(self, session_id: str) -> StopMemory | None:
-        with self._connect() as db:
-            row = db.execute(
-                "SELECT answer, reason, repeats FROM stop_memory WHERE session_id = ?", (session_id,)
-            ).fetchone()
-        return StopMemory(str(row[0]), str(row[1]), int(row[2])) if row else None
-
-    def set_stop_memory(self, session_id: str, memory: StopMemory | None) -> None:
-        with self._connect() as db:
-            if memory is None:
-                db.execute("DELETE FROM stop_memory WHERE session_id = ?", (session_id,))
-            else:
-                db.execute(
-                    "INSERT INTO stop_memory (session_id, answer, reason, repeats, updated_at) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
-                    "answer = excluded.answer, reason = excluded.reason, repeats = excluded.repeats, "
-                    "updated_at = excluded.updated_at",
-                    (session_id, memory.answer, memory.reason, memory.repeats, time.time()),
-                )
+        return int(row[0])
 
     # -- spending (budgets) -------------------------------------------------------------
 

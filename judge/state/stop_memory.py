@@ -3,8 +3,9 @@
 A loop is stalled when the agent comes back with the same final answer and the judge
 rejects it with the same reason again (:mod:`judge.hooks.outcomes` owns the rule). The
 state stores (:mod:`judge.state.sqlite`, :mod:`judge.state.postgres`) keep one
-:class:`StopMemory` per session key beside its rejection count, and forget it with the
-count when the loop ends; only digests are kept, never the agent's text.
+:class:`StopMemory` per session key in the row of its rejection count (read and written
+with it, in one statement each), and forget it with the count when the loop ends; only
+digests are kept, never the agent's text.
 """
 
 from __future__ import annotations

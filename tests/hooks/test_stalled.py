@@ -121,9 +121,9 @@ async def test_the_memory_outlives_the_process_and_keeps_no_text(tmp_path: Path)
     assert (await later.decide("Stop", stop(), session_id="s")).outcome == "stalled"
     await checker.decide("Stop", stop(), session_id="s2")  # (one remembered now)
     with sqlite3.connect(path) as db:
-        rows = db.execute("SELECT session_id, answer, reason, repeats FROM stop_memory").fetchall()
-    assert [(r[0], len(r[1]), len(r[2]), r[3]) for r in rows] == [("s2", 64, 64, 0)]
-    assert all(b"deploy" not in f.read_bytes().lower() for f in tmp_path.glob("state.sqlite*"))
+        rows = db.execute("SELECT session_id, count, answer, reason, repeats FROM rejections").fetchall()
+    assert [(r[0], r[1], len(r[2]), len(r[3]), r[4]) for r in rows] == [("s2", 1, 64, 64, 0)]
+    assert all(b"deploy" not in f.read_bytes().lower() for f in tmp_path.glob("state.sqlite*") if f.is_file())
 
 
 async def test_a_gate_without_a_store_compares_what_its_caller_keeps() -> None:
