@@ -129,7 +129,11 @@ def _stop_output(decision: Decision, event: str, form: StopForm) -> dict[str, An
             out["hookSpecificOutput"] = specific
         else:
             out.update(decision="block", reason=reason)
-    told = notice(decision) if decision.outcome not in FAILED_OUTCOMES else None
+    told = notice(decision)
+    if decision.outcome in FAILED_OUTCOMES and any(h.error and h.effective for h in decision.hooks):
+        told = None  # the failed hooks are named by with_failures_told, under this same head
+    elif decision.outcome in FAILED_OUTCOMES:  # no hook to name: judge itself did not finish
+        told = notice(decision, [decision.reason or "a hook could not decide"])
     if told is not None:
         out["systemMessage"] = f"judge: {told}"
     return out or None
