@@ -12,8 +12,16 @@ from typing import Any
 
 import pytest
 
-from judge.testing import say
-from tests.realclient.harness import ClaudeSession, RunResult, command_hook, record_context, recorded, tool
+from judge.testing import Reply, ToolCallSpec, say
+from tests.realclient.harness import (
+    SUBAGENT_TASK,
+    ClaudeSession,
+    RunResult,
+    command_hook,
+    record_context,
+    recorded,
+    tool,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -147,3 +155,26 @@ def test_a_skill_command_rewritten_to_itself_runs(session: ClaudeSession) -> Non
     assert [e for e in result.events if e.get("tag") == "skill_shell_hook"] == []
     (seen,) = recorded(session.markers, "pre")
     assert seen["invoked_by"] == "user" and seen["command_name"] == "probe"
+
+
+def test_a_subagent_is_sent_back_once_with_additional_context(session: ClaudeSession) -> None:
+    """SubagentStop answers in the same form (``hookEventName: "SubagentStop"``): the
+    subagent, not the main agent, continues with the reason once."""
+    session.events = ("SubagentStop",)
+    reason = "Also update the module's tests."
+    session.judge_config = {"hooks": {"SubagentStop": [judge_hook(f"fake:block:{reason}", maxRejections=2)]}}
+    prompt = f"{SUBAGENT_TASK} Refactor the module."
+    arguments = {"description": "refactor", "prompt": prompt, "subagent_type": "general-purpose"}
+    task = ToolCallSpec("Agent", {**arguments, "run_in_background": False}, id="toolu_task")
+    result = session.run(
+        "refactor via a subagent",
+        [Reply(text="Delegating.", tool_calls=(task,)), say("Main agent done.")],
+        subagent_replies=[say("Refactored."), say("Refactored, tests updated.")],
+    )
+    assert result.returncode == 0, result.explain()
+    subagent = [r for r in result.requests if SUBAGENT_TASK in r.text and r.body.get("tools")]
+    assert len(subagent) == 2, result.explain()  # sent back once, then forced
+    sent = request_text(subagent[1])
+    assert sent.count(reason) == 1 and "Not finished yet: the Stop check (judge)" in sent
+    assert "judge claude-code" not in sent and str(session.config_path) not in sent
+    assert all(reason not in request_text(r) for r in result.agent_requests if SUBAGENT_TASK not in r.text)
