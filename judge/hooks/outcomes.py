@@ -22,8 +22,8 @@ Every Stop decision has one outcome; when several rules apply, the first row win
 =================  ========  ==========================================================
 outcome            decision  when
 =================  ========  ==========================================================
-``failed_closed``  block     sent back, and every hook that blocked did so by its own
-                             error (``failMode: block``)
+``failed_closed``  block     sent back, and every hook that sent it back did so by its
+                             own error (``failMode: block``)
 ``rejected``       block     sent back by a hook's rejection (a command hook's block is
                              never overridden by the rows below: it has no implicit limit)
 ``impossible``     allow     a hook answered impossible (with a reason)
@@ -153,7 +153,7 @@ def stop_decision(
         reason=reason,
         rejectionCount=new_count,
         hooks=outcomes,
-        outcome=_sent_back(blocking),
+        outcome=_sent_back([o for o in blocking if not o.impossible]),  # (what sent it back)
         stop_memory=memory,
     )
 

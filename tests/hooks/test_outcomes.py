@@ -114,6 +114,16 @@ ROWS = [
         remembers=0,
     ),
     Row(
+        "a command hook's error that blocks beside an impossible answer: failed_closed",
+        [cmd("exit 3", failMode="block"), prompt(f"impossible: {CREDS}")],
+        stop_ctx(),
+        "failed_closed",
+        "block",
+        reason=f"Hook error: command exited with code 3\n{CREDS}",
+        flags=["", "impossible"],
+        remembers=0,
+    ),
+    Row(
         "impossible at the last allowed rejection is impossible, not forced",
         [prompt(f"impossible: {CREDS}", maxRejections=3)],
         stop_ctx(2),
