@@ -204,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             env.pop("JUDGE_API_TOKEN", None)
             hook = {"type": "prompt", "prompt": "Is the answer complete? $ARGUMENTS"}
             hook["maxRejections"] = opts.max_rejections
+            hook["repeats"] = opts.max_rejections  # every Stop says "done": counted, never stalled
             (Path(tmp) / "agent.json").write_text(json.dumps({"hooks": {"Stop": [hook]}}), encoding="utf-8")
             pg = [postmaster_pid(cluster)]
             n = opts.replicas

@@ -135,7 +135,7 @@ async def run(data_dir: Path) -> str:
 
         verdict = await stop_gate.check(reply.text, messages, current_turn=turn)
         if verdict.stop:
-            note = " (forced at maxRejections)" if verdict.forced else ""
+            note = f" ({verdict.notice})" if verdict.notice else ""  # forced, impossible, stalled, ...
             print(f"  Stop gate (fake:heuristic judge): stop{note}")
             return reply.text
         print(f"  Stop gate (fake:heuristic judge): continue — {verdict.reason}")

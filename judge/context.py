@@ -49,6 +49,11 @@ class StopContext(HookContext):
     final_output: str = Field("", description="The answer the agent is about to return.")
     stop_hook_active: bool = Field(False, description="True when the gate already rejected.")
     stop_rejection_count: int = Field(0, ge=0, le=MAX_COUNT, description="Rejections so far in this loop.")
+    background_tasks: list[Any] | None = Field(
+        None,
+        description="Work the agent started that is still running (Claude Code's field): while it "
+        "is not empty, prompt hooks with `backgroundTasks: defer` (the default) are not run.",
+    )
 
     @field_validator("stop_rejection_count", mode="before")
     @classmethod

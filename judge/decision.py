@@ -1,16 +1,25 @@
 """What the gate answers: the :class:`Decision` for one event, with one :class:`HookOutcome`
 per hook that ran (its verdict, reason, error, model, :class:`Usage`, citations, cascade
-stages). ``Decision.to_json()`` is the decision JSON of ``judge run``, the service and the
-logs. How a hook's own answer is read is :mod:`judge.hooks.answers`.
+stages) and, on Stop, its :data:`StopOutcome`. ``Decision.to_json()`` is the decision JSON
+of ``judge run``, the service and the logs. How a hook's own answer is read is
+:mod:`judge.hooks.answers`; which outcome a Stop round gets is :mod:`judge.hooks.outcomes`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judge.state.stop_memory import StopMemory
+
 Verdict = Literal["allow", "block"]
+#: How a Stop ended (every Stop and SubagentStop decision has one; the rules and the order
+#: in which they apply are :mod:`judge.hooks.outcomes`).
+StopOutcome = Literal[
+    "approved", "rejected", "forced", "impossible", "stalled", "deferred", "failed_open", "failed_closed"
+]
+STOP_OUTCOMES: tuple[str, ...] = get_args(StopOutcome)
 
 
 class Usage(BaseModel):
@@ -86,6 +95,12 @@ class HookOutcome(BaseModel):
     citations: list[Citation] | None = None
     #: A cascade hook's stages as called (model, verdict, duration, tokens, cost, agreement).
     stages: list[CascadeStage] | None = None
+    #: Stop: the hook rejected as work that cannot be finished without the user (its answer
+    #: said ``"impossible": true``); omitted when false.
+    impossible: bool = False
+    #: Stop: the prompt hook was not run because background tasks were still running
+    #: (``backgroundTasks: defer``); omitted when false.
+    deferred: bool = False
 
     @property
     def effective(self) -> bool:
@@ -131,8 +146,12 @@ class Decision(BaseModel):
     #: acted on where a user can be asked (Claude Code), otherwise an allow
     ask: str | None = Field(None, exclude=True)
     hooks: list[HookOutcome] = Field(default_factory=list)
+    #: Stop and SubagentStop: how the stop ended (None on tool events).
+    outcome: StopOutcome | None = None
     #: problems beside the decision that the caller should show (say, an unwritable audit log)
     notes: list[str] = Field(default_factory=list, exclude=True)
+    #: Stop sent back: what the gate keeps of this rejection to notice a stalled loop
+    stop_memory: StopMemory | None = Field(None, exclude=True)
 
     def to_json(self) -> dict[str, Any]:
         """The decision JSON (optional fields only when present)."""
@@ -142,6 +161,8 @@ class Decision(BaseModel):
             "forcedStop": self.forced_stop,
             "rejectionCount": self.rejection_count,
         }
+        if self.outcome is not None:
+            out["outcome"] = self.outcome
         if self.additional_context is not None:
             out["hookSpecificOutput"] = {
                 "hookEventName": self.event,
@@ -159,6 +180,8 @@ class Decision(BaseModel):
                         ("cost_usd", h.cost_usd),
                         ("stages", h.stages),
                         ("citations", h.citations),
+                        ("impossible", h.impossible or None),
+                        ("deferred", h.deferred or None),
                     )
                     if v is None
                 },

@@ -55,6 +55,8 @@ class Demo:
 def show(decision: dict[str, Any]) -> None:
     verdict = decision["decision"].upper()
     extra = []
+    if decision.get("outcome"):  # how a Stop ended: approved, rejected, forced, impossible, ...
+        extra.append(f"outcome {decision['outcome']}")
     if decision.get("forcedStop"):
         extra.append("FORCED STOP: maxRejections reached, the agent stops anyway")
     if decision.get("rejectionCount") and (decision["decision"] == "block" or decision.get("forcedStop")):

@@ -50,6 +50,9 @@ def _summary(report: dict[str, Any], out: Path) -> str:
             parts.append(f"{key} {_num(report.get(key))}{extra}")
         lines.append("  " + ", ".join(parts))
     lines += cascade_summary(report)
+    if report.get("outcomes"):
+        shown = ", ".join(f"{name} {n}" for name, n in report["outcomes"].items())
+        lines.append(f"  stop outcomes: {shown} (impossible rate {_num(report.get('impossibleRate'))})")
     if "flipRate" in report:
         lines.append(f"  flip rate {_num(report['flipRate'])}")
     lat = report["latencyMs"]

@@ -32,6 +32,9 @@ hooks:
       model: ReasoningFast
       timeout: 60          # seconds for the whole judgement (1-300)
       maxRejections: 3     # after 3 rejections in a row the answer goes through
+      repeats: 0           # the same answer rejected for the same reason again ends the loop
+                           # at once (outcome "stalled"); a judge that finds the work needs
+                           # you (a key, a decision) answers "impossible": it ends too
       failMode: allow      # a judge error (no key, timeout) lets the answer through
       prompt: |
         {% include "completeness.j2" %}

@@ -61,7 +61,11 @@ def _pydantic_problems(prefix: str, exc: ValidationError) -> list[str]:
     return problems
 
 
-_SNAKE_ALIASES = {"fail_mode": "failMode", "max_rejections": "maxRejections"}
+_SNAKE_ALIASES = {
+    "fail_mode": "failMode",
+    "max_rejections": "maxRejections",
+    "background_tasks": "backgroundTasks",
+}
 
 
 def _located(prefix: str, messages: list[str]) -> list[str]:
@@ -124,6 +128,10 @@ def _validate_hookset(raw: Any, prefix: str, problems: list[str]) -> HookSet:
                 continue
             if event in TOOL_EVENTS and hook.matcher is None:
                 problems.append(f"{here}.matcher: required for {event} hooks")
+            if event in TOOL_EVENTS:  # options of the Stop rules would do nothing here
+                problems += [
+                    f"{here}.{name}: only for Stop and SubagentStop hooks" for name in hook.stop_options_set()
+                ]
             hooks.append(hook)
         good[event] = hooks
     return HookSet.model_validate(good)

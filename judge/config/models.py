@@ -32,6 +32,10 @@ FailMode = Literal["allow", "block"]
 EvidenceMode = Literal["off", "required"]
 #: ``enforce``: the hook's verdict counts; ``shadow``: it is recorded, never acted on.
 HookMode = Literal["enforce", "shadow"]
+#: Stop prompt hooks while background tasks run: ``defer`` (not run) or ``judge`` (run).
+BackgroundTasks = Literal["judge", "defer"]
+#: Most identical repeats of a rejected Stop a prompt hook may tolerate (``repeats``).
+MAX_REPEATS = 25
 
 
 def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
@@ -143,6 +147,21 @@ class Hook(BaseModel):
         alias="maxRejections",
         description="Stop prompt hooks: how many rejections end the loop (1-25).",
     )
+    repeats: int = Field(
+        0,
+        ge=0,
+        le=MAX_REPEATS,
+        description="Stop prompt hooks: how many identical repeats of a rejected stop (the same "
+        "final answer, case and whitespace aside, rejected with the same reason) are sent back "
+        "again (0-25; default 0: the first identical repeat ends the loop as `stalled`).",
+    )
+    background_tasks: BackgroundTasks = Field(
+        "defer",
+        alias="backgroundTasks",
+        description="Stop prompt hooks, when the context's `background_tasks` is not empty (work the "
+        "agent started is still running; Claude Code wakes the agent when it ends): `defer` "
+        "(default) does not run the hook (outcome `deferred`), `judge` runs it as usual.",
+    )
     mode: HookMode = Field(
         "enforce",
         description="`enforce` (default): the hook decides. `shadow`: the hook runs and its verdict "
@@ -174,6 +193,15 @@ class Hook(BaseModel):
             raise ValueError(f"must be an integer, got {value!r}")
         if not 1 <= value <= 25:
             raise ValueError(f"must be between 1 and 25, got {value}")
+        return value
+
+    @field_validator("repeats", mode="before")
+    @classmethod
+    def _repeats_range(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be an integer, got {value!r}")
+        if not 0 <= value <= MAX_REPEATS:
+            raise ValueError(f"must be between 0 and {MAX_REPEATS}, got {value}")
         return value
 
     @field_validator("model", mode="before")
@@ -226,11 +254,21 @@ class Hook(BaseModel):
         if self.type == "prompt":
             unused = [f for f in ("cwd", "env") if f in self.model_fields_set]
             problems += [f"{f}: only for command hooks" for f in unused]
-        elif self.evidence == "required":
-            problems.append("evidence: only for prompt hooks (a command hook's answer is not checked)")
+        else:
+            if self.evidence == "required":
+                problems.append("evidence: only for prompt hooks (a command hook's answer is not checked)")
+            problems += [
+                f"{name}: only for prompt hooks (a command hook's rejections are not counted or deferred)"
+                for name in self.stop_options_set()
+            ]
         if problems:
             raise ValueError(problems[0])
         return self
+
+    def stop_options_set(self) -> list[str]:
+        """The Stop-rule options this hook sets to something other than their defaults."""
+        changed = {"repeats": self.repeats != 0, "backgroundTasks": self.background_tasks != "defer"}
+        return [name for name, set_ in changed.items() if set_]
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -10,6 +10,8 @@ The key is a SHA-256 over everything that determines the answer:
 * the settings that change what the model is asked or who answers: the providers' base
   URLs (one model name on another server is another judge) and the sampling and answer
   knobs (:data:`ANSWER_SETTINGS`);
+* what the judge is told besides the hook's prompt: a digest of its system prompt (the
+  answer schema among it), so a judge that is offered another answer is asked again;
 * the transcript content hash, the repeat index and the eval case's id (so repeats, and
   cases whose content happens to be identical, stay independent samples: with a shared
   entry two identical cases would always agree, and one flip of the judge would be
@@ -32,12 +34,15 @@ from typing import Any
 from judge.errors import HookError
 from judge.files import open_regular
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
+from judge.llm.instructions import SYSTEM_PROMPT
 from judge.state.migrations import SQLITE_CACHE, migrate_sqlite
 
 #: The cache file's default name, next to the output folder of ``judge eval``.
 CACHE_NAME = ".judge-cache.sqlite"
 #: Bump when the key derivation changes, so old entries are never misread.
-KEY_VERSION = "3"
+KEY_VERSION = "4"
+#: The judge's standing instructions, as part of every key.
+_INSTRUCTIONS = hashlib.sha256(SYSTEM_PROMPT.encode("utf-8")).hexdigest()[:16]
 #: Environment variables whose values are part of every key.
 ANSWER_SETTINGS = (
     "OPENAI_BASE_URL",
@@ -128,6 +133,7 @@ def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
         "repeat": request.repeat,
         "case": case_id,
         "settings": _settings(request),
+        "instructions": _INSTRUCTIONS,
     }
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()

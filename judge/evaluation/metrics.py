@@ -12,7 +12,11 @@ Definitions (``block`` is the positive class; every (case, repeat) is one judgem
 * A Stop forced through by ``maxRejections`` (decision allow, ``forcedStop``) counts as
   **block** in every metric: the judge blocked, and the label is about the answer, not
   about the gate's loop limit (``forcedStops`` counts them; ``judge tune`` scores them
-  the same way).
+  the same way). So does a Stop the judge found **impossible** without the user (the
+  work is not done): ``impossible`` counts them and ``impossibleRate`` = impossible /
+  judgements with a decision (with its Wilson interval). ``outcomes`` counts the Stop
+  outcomes (``approved``, ``rejected``, ``forced``, ``impossible``, ``deferred``,
+  ``failed_open``, ``failed_closed``; present when the results have outcomes).
 * Agreement metrics use the *scored* judgements: labelled, with a decision and no error.
   ``tp`` = label block & decision block, ``fp`` = label allow & block, ``tn`` = allow &
   allow, ``fn`` = label block & allow.
@@ -53,6 +57,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from judge.decision import STOP_OUTCOMES
 from judge.evaluation.reports.cascade import cascade_section
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.stats import balanced_accuracy, cohen_kappa, flip_counts, wilson_interval
@@ -76,6 +81,7 @@ UPPER_BOUND_METRICS: tuple[str, ...] = (
     "falseBlockRate",
     "falsePassRate",
     "flipRate",
+    "impossibleRate",
     "pairFlipRate",
 )
 #: Examples (``id#repeat``) kept per error group.
@@ -219,6 +225,7 @@ def compute_metrics(results: list[CaseResult], *, name: str = "", event: str | N
     report["cases"] = len({r.id for r in results})
     report["repeats"] = max((r.repeat for r in results), default=-1) + 1
     report["forcedStops"] = sum(1 for r in results if r.forced_stop)
+    _outcomes(results, report, ci)
     labelled = [r for r in results if r.label is not None]
     report["labelled"] = len(labelled)
     if labelled:
@@ -259,6 +266,19 @@ def compute_metrics(results: list[CaseResult], *, name: str = "", event: str | N
     if cascades is not None:
         report["cascade"] = cascades
     return report
+
+
+def _outcomes(results: list[CaseResult], report: dict[str, Any], ci: dict[str, list[float] | None]) -> None:
+    """``outcomes``, ``impossible`` and ``impossibleRate`` (Stop suites; see the module docstring)."""
+    outcomes = [r.outcome for r in results if r.outcome is not None]
+    if not outcomes:
+        return
+    report["outcomes"] = {name: outcomes.count(name) for name in STOP_OUTCOMES if name in outcomes}
+    decided = sum(1 for r in results if r.decision is not None)
+    impossible = outcomes.count("impossible")
+    report["impossible"] = impossible
+    report["impossibleRate"] = _ratio(impossible, decided)
+    ci["impossibleRate"] = _ci(impossible, decided)
 
 
 def _by_tag(results: list[CaseResult]) -> dict[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judge.config import Config
-from judge.decision import CascadeStage, Usage
+from judge.decision import CascadeStage, StopOutcome, Usage
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
@@ -34,6 +34,8 @@ from judge.hooks.engine import Engine, default_judge
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 
 DEFAULT_CONCURRENCY = 16
+#: Stop outcomes that let the agent stop although the judge rejected its answer.
+LOOP_ENDINGS = frozenset({"forced", "impossible", "stalled"})
 
 
 class CaseResult(BaseModel):
@@ -47,6 +49,9 @@ class CaseResult(BaseModel):
     reason: str | None = None
     label: Literal["allow", "block"] | None = None
     forced_stop: bool = Field(False, alias="forcedStop")
+    #: Stop suites: how the stop ended (``impossible``: the judge said the work cannot be
+    #: finished without the user)
+    outcome: StopOutcome | None = None
     error: str | None = None
     duration_ms: float = Field(0.0, alias="durationMs")
     usage: Usage = Field(default_factory=Usage)
@@ -59,9 +64,12 @@ class CaseResult(BaseModel):
 
     @property
     def verdict(self) -> Literal["allow", "block"] | None:
-        """The decision metrics score: a Stop forced through by ``maxRejections`` is the
-        block the judge gave (the label is about the answer, not the loop limit)."""
-        return "block" if self.forced_stop else self.decision
+        """The decision metrics score: a Stop the judge rejected is a block, whatever ended the
+        loop - forced through by ``maxRejections``, stalled, or judged impossible without the
+        user (the label is about the answer: the work is not done)."""
+        if self.forced_stop or self.outcome in LOOP_ENDINGS:
+            return "block"
+        return self.decision
 
     def to_line(self) -> str:
         """The JSONL line (with its newline)."""
@@ -147,6 +155,7 @@ async def _judge_one(
     result.decision = decision.decision
     result.reason = decision.reason
     result.forced_stop = decision.forced_stop
+    result.outcome = decision.outcome
     errors = [f"{h.level}[{h.index}] ({h.type}): {h.error}" for h in decision.hooks if h.error]
     result.error = "; ".join(errors) or None
     usage = Usage()

@@ -5,6 +5,11 @@ Hook answers come in two formats:
 * simple: ``{"ok": true}`` / ``{"ok": false, "reason": "..."}``
 * extended: ``{"decision": "allow" | "block", "reason": ..., "hookSpecificOutput": {...}}``
 
+A rejection may add ``"impossible": true`` (either format): the work cannot be finished
+without the user (a credential only they have, a decision only they can make). On Stop
+that ends the loop (:mod:`judge.hooks.outcomes`); elsewhere it is an ordinary block.
+``impossible`` must be a boolean, and ``true`` only beside a rejection.
+
 :func:`parse_hook_output` is tolerant of a ```json fence and surrounding whitespace and
 strict about everything else: an unparseable answer raises :class:`~judge.errors.HookError`,
 it is never read as a pass.
@@ -33,6 +38,8 @@ class HookAnswer:
     updated_input: dict[str, Any] | None = None
     #: ``permissionDecision: "ask"``: allowed, but the user is to confirm (where there is one)
     ask: bool = False
+    #: ``"impossible": true`` beside a rejection: it cannot be finished without the user
+    impossible: bool = False
 
 
 def _clean_reason(value: Any) -> str | None:
@@ -87,7 +94,22 @@ def answer_from_object(obj: Any) -> HookAnswer:
         decision = "allow"
     else:
         raise HookError("hook answer has neither 'ok' nor 'decision'")
-    return HookAnswer(decision, reason, extra, updated)
+    return HookAnswer(decision, reason, extra, updated, impossible=_impossible(obj, decision))
+
+
+def _impossible(obj: dict[str, Any], decision: Verdict) -> bool:
+    """``impossible``: a boolean, true only beside a rejection (an approval that says the
+    work is impossible contradicts itself: not a verdict)."""
+    value = obj.get("impossible", False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise HookError(f"'impossible' must be true or false, got {value!r}")
+    if value and decision != "block":
+        raise HookError(
+            "'impossible: true' goes with a rejection (ok: false / decision: block), not an approval"
+        )
+    return value
 
 
 def parse_hook_output(text: str) -> HookAnswer:

@@ -7,11 +7,14 @@ The rules live here:
 * Stop: all hooks run concurrently, results in declared order; a reasonless JSON
   rejection is an approval; exit code 2 always blocks; only prompt rejections count
   against ``maxRejections`` (the maximum over the prompt hooks); ``c + 1 >= max``
-  forces the stop;
+  forces the stop; an impossible answer, a stalled loop and running background tasks
+  end it too, and every Stop gets its outcome (:mod:`judge.hooks.outcomes`);
 * PostToolUse: sequential; any block withholds the result; the last
   ``additionalContext`` wins;
 * PreToolUse: sequential; the first denial wins and short-circuits; ``updatedInput``
-  is passed on to later hooks and returned; errors fail closed by default.
+  is passed on to later hooks and returned - unless the rewrites, taken together, leave
+  the input as it was (a rewrite that changes nothing is not a rewrite); errors fail
+  closed by default.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from judge.hooks.answers import HookAnswer, parse_hook_output
 from judge.hooks.cascade import judge_cascade
 from judge.hooks.command import OUTPUT_CAP, run_command_hook
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
+from judge.hooks.outcomes import deferred_outcome, defers, stop_decision
 from judge.pricing import Price, cost_usd, price_table, stages_cost
+from judge.state.stop_memory import StopMemory
 
 DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"
 DEFAULT_POST_BLOCK_REASON = "Tool result blocked by hook"
@@ -57,6 +62,14 @@ def default_judge() -> PromptJudge:
 
 def _dumps(context: dict[str, Any]) -> str:
     return json.dumps(context, ensure_ascii=False)
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same (``1`` and ``true`` are not; key order aside)."""
+    try:
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -134,7 +147,11 @@ class Engine:
         transcript = run.transcript
         if hook.type == "prompt":
             verdict = await self._judgement(hook, context, run)
-            answer = HookAnswer("allow" if verdict.ok else "block", verdict.reason)
+            answer = HookAnswer(
+                "allow" if verdict.ok else "block",
+                verdict.reason,
+                impossible=verdict.impossible and not verdict.ok,
+            )
             return answer, None, verdict
         extra_env = dict(self.command_env)
         extra_env["JUDGE_HOOK_EVENT"] = event
@@ -245,6 +262,9 @@ class Engine:
                 # A rejection without a reason is an approval (exit 2 always has one).
                 if reason is None and source != "exit2":
                     return outcome
+                if answer.impossible:  # it cannot be finished without the user: not counted
+                    outcome.decision, outcome.reason, outcome.impossible = "block", reason, True
+                    return outcome
             elif reason is None:
                 reason = DEFAULT_POST_BLOCK_REASON if event == "PostToolUse" else DEFAULT_PRE_BLOCK_REASON
             outcome.decision = "block"
@@ -278,6 +298,7 @@ class Engine:
         repeat: int = 0,
         stop_hook_active: bool = False,
         budget_exhausted: str | None = None,
+        last_rejection: StopMemory | None = None,
     ) -> Decision:
         """Evaluate ``event`` for ``context`` (a JSON object, validated here).
 
@@ -285,8 +306,9 @@ class Engine:
         ``stop_hook_active``: the host's own "already continuing" flag (Claude Code's);
         Stop hooks see ``stop_hook_active`` true when it is set or the count is above 0.
         ``budget_exhausted`` (why) makes every prompt hook a hook error without calling its
-        model (its failMode decides). Raises :class:`judge.errors.ContextError` for a
-        malformed context.
+        model (its failMode decides). ``last_rejection``: the Stop loop's previous rejection
+        (kept by the gate), to end a stalled loop. Raises
+        :class:`judge.errors.ContextError` for a malformed context.
         """
         ctx = context_json(parse_context(event, context))
         if not ctx.get("execution_summary") and transcript is not None:
@@ -295,7 +317,7 @@ class Engine:
         hooks = self.selected_hooks(event, ctx)
         run = _Run(path, repeat, budget_exhausted)
         if event in STOP_EVENTS:
-            return await self._stop(event, ctx, hooks, run, stop_hook_active)
+            return await self._stop(event, ctx, hooks, run, stop_hook_active, last_rejection)
         if event == "PreToolUse":
             return await self._pre_tool_use(ctx, hooks, run)
         return await self._post_tool_use(ctx, hooks, run)
@@ -307,37 +329,18 @@ class Engine:
         hooks: list[tuple[str, int, Hook]],
         run: _Run,
         host_active: bool = False,
+        last: StopMemory | None = None,
     ) -> Decision:
         count = int(ctx.get("stop_rejection_count") or 0)
         ctx["stop_hook_active"] = count > 0 or host_active
-        outcomes = list(
-            await asyncio.gather(*(self._hook(event, lvl, i, h, ctx, run) for lvl, i, h in hooks))
-        )
-        blocking = [o for o in outcomes if o.effective and o.decision == "block"]
-        reason = "\n".join(o.reason or "" for o in blocking) or None
-        if not blocking:
-            return Decision(event=event, decision="allow", rejectionCount=count, hooks=outcomes)
-        prompt_rejected = any(o.counts_as_rejection for o in blocking)
-        if not prompt_rejected:
-            # Command hooks have no implicit limit and are not counted.
-            return Decision(
-                event=event, decision="block", reason=reason, rejectionCount=count, hooks=outcomes
-            )
-        new_count = count + 1
-        limit = max(h.max_rejections for _, _, h in hooks if h.type == "prompt" and h.mode != "shadow")
-        command_blocks = [o for o in blocking if not o.counts_as_rejection]
-        if new_count >= limit and not command_blocks:
-            return Decision(
-                event=event,
-                decision="allow",
-                reason=reason,
-                forcedStop=True,
-                rejectionCount=new_count,
-                hooks=outcomes,
-            )
-        return Decision(
-            event=event, decision="block", reason=reason, rejectionCount=new_count, hooks=outcomes
-        )
+
+        async def one(level: str, index: int, hook: Hook) -> HookOutcome:
+            if defers(hook, ctx):  # background tasks run: judged when the agent stops after them
+                return deferred_outcome(level, index, hook)
+            return await self._hook(event, level, index, hook, ctx, run)
+
+        outcomes = list(await asyncio.gather(*(one(lvl, i, h) for lvl, i, h in hooks)))
+        return stop_decision(event, ctx, hooks, outcomes, last)
 
     async def _post_tool_use(
         self,
@@ -382,6 +385,8 @@ class Engine:
             if outcome.updated_input is not None:
                 updated = outcome.updated_input
                 current = {**current, "tool_input": updated}
+        if updated is not None and _same_json(updated, ctx.get("tool_input")):
+            updated = None  # rewrites that leave the input as it was are no rewrite
         return Decision(
             event="PreToolUse",
             decision="allow",

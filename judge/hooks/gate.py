@@ -2,8 +2,9 @@
 
 This is what the CLI, the HTTP service, the Claude Code adapter and the Python
 integration call. It keeps the Stop rejection count per session itself (so a caller
-that does not pass ``stop_rejection_count`` still cannot loop for ever) and writes the
-audit logs; the rules themselves stay in :mod:`judge.hooks.engine`.
+that does not pass ``stop_rejection_count`` still cannot loop for ever), and the loop's
+last rejection (so a stalled loop ends), and writes the audit logs; the rules themselves
+stay in :mod:`judge.hooks.engine` and :mod:`judge.hooks.outcomes`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from judge.errors import ContextError, StateUnavailable
 from judge.files import storable_text
 from judge.hooks.engine import Engine
 from judge.logs.audit import AuditLog
-from judge.state import StateStore
+from judge.state import StateStore, StopMemory
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS
 
 _log = logging.getLogger("judge.gate")
@@ -68,6 +69,7 @@ class Gate:
         *,
         new_loop: bool = False,
         stop_hook_active: bool = False,
+        last_rejection: StopMemory | None = None,
     ) -> Decision:
         """Evaluate ``event``; Stop counts are merged with and saved to the store.
 
@@ -76,6 +78,9 @@ class Gate:
         (a fresh stop attempt), in the same locked round. ``stop_hook_active``: the host
         says the agent is already continuing because of a Stop hook (Claude Code's flag);
         hooks then see ``stop_hook_active: true`` even when this gate's own count is 0.
+        ``last_rejection``: the loop's previous rejection as the caller keeps it (a gate
+        without a store; with one, the store's is used), returned in
+        ``Decision.stop_memory`` while the loop goes on.
         """
         if not isinstance(context, dict):
             raise ContextError(f"context must be a JSON object, got {type(context).__name__}")
@@ -87,7 +92,7 @@ class Gate:
                 if new_loop:
                     await asyncio.to_thread(self.store.reset, count_key(event, sid))
                 return await self._decide(event, context, transcript, sid, stop_hook_active)
-        return await self._decide(event, context, transcript, sid, stop_hook_active)
+        return await self._decide(event, context, transcript, sid, stop_hook_active, last_rejection)
 
     def _exhausted(self, keys: list[str]) -> str | None:
         """Why prompt hooks may not run now (a spent budget), or None."""
@@ -112,12 +117,13 @@ class Gate:
         transcript: str | Path | None,
         sid: str | None,
         stop_hook_active: bool = False,
+        last: StopMemory | None = None,
     ) -> Decision:
         stop = event in STOP_EVENTS
         stored = 0
         key = count_key(event, sid) if sid else ""
         if stop and self.store is not None and sid:
-            stored = await asyncio.to_thread(self.store.rejection_count, key)
+            stored, last = await asyncio.to_thread(self.store.stop_loop, key)
             # Validated as the engine would (a malformed count is an error, not a 0).
             parsed = parse_context(event, context)
             given_count = parsed.stop_rejection_count if isinstance(parsed, StopContext) else 0
@@ -128,7 +134,12 @@ class Gate:
         keys = spend_keys(sid) if tracked else []
         exhausted = await asyncio.to_thread(self._exhausted, keys) if tracked else None
         decision = await self.engine.evaluate(
-            event, context, transcript, budget_exhausted=exhausted, stop_hook_active=stop_hook_active
+            event,
+            context,
+            transcript,
+            budget_exhausted=exhausted,
+            stop_hook_active=stop_hook_active,
+            last_rejection=last,
         )
         if tracked and self.store is not None and decision.cost_usd > 0:
             await asyncio.to_thread(self.store.add_spend, keys, decision.cost_usd)
@@ -137,13 +148,14 @@ class Gate:
                 # Add what this round added (atomically), so concurrent rounds of one
                 # session are never lost.
                 delta = decision.rejection_count - stored
-                if delta:
-                    await asyncio.to_thread(self.store.increment_rejection_count, key, delta)
+                memory = decision.stop_memory
+                await asyncio.to_thread(self.store.record_rejection, key, delta, memory)
             else:
-                # The agent stops (normally or forced): the next Stop starts a new loop.
+                # The agent stops (however the loop ended): the next Stop starts a new loop.
                 await asyncio.to_thread(self.store.reset, key)
-                if not decision.forced_stop:
-                    # Report the count as it now is (a forced stop keeps the count that forced it).
+                if decision.outcome not in ("forced", "stalled"):
+                    # Report the count as it now is (a loop cut at its limit or stalled keeps
+                    # the count that ended it).
                     decision = decision.model_copy(update={"rejection_count": 0})
         if self.audit is not None:
             logged = {**context, "session_id": sid} if sid else context
@@ -181,13 +193,16 @@ def fail_mode_decision(engine: Engine, event: str, context: dict[str, Any], prob
             )
         )
     blocking = [o for o in outcomes if o.effective and o.decision == "block"]
+    stop = event in STOP_EVENTS
     if not blocking:
-        return Decision(event=event, decision="allow", hooks=outcomes)
-    count = context.get("stop_rejection_count") if event in STOP_EVENTS else 0
+        failed = "failed_open" if outcomes else "approved"  # (approved: there was nothing to check)
+        return Decision(event=event, decision="allow", hooks=outcomes, outcome=failed if stop else None)
+    count = context.get("stop_rejection_count") if stop else 0
     return Decision(
         event=event,
         decision="block",
         reason=f"Hook error: {problem}",
         rejectionCount=count if isinstance(count, int) and count >= 0 else 0,
         hooks=outcomes,
+        outcome="failed_closed" if stop else None,
     )

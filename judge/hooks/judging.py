@@ -46,6 +46,9 @@ class PromptVerdict(BaseModel):
 
     ok: bool
     reason: str | None = None
+    #: A rejection the judge gave as work that cannot be finished without the user
+    #: (``{"ok": false, "impossible": true, "reason": ...}``).
+    impossible: bool = False
     model: str | None = None
     usage: Usage = Field(default_factory=Usage)
     #: The verified citations of a rejection (hooks with ``evidence: required``).

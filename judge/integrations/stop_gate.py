@@ -9,9 +9,14 @@ When the model produces what it means as its final answer, ask the gate::
 
 A rejection comes back as ``continue`` with the reason and the user message to append
 (Anthropic-style or OpenAI-style), so the loop can go round again. Rejections are counted
-per session (in memory by default, or in a :class:`judge.state.Store` for durability), so
-``maxRejections`` ends the loop: the forced stop comes back as ``stop`` with
-``forced=True`` and the unresolved reason.
+per session (in memory by default, or in a :class:`judge.state.Store` for durability), and
+so is each loop's last rejection, so a loop ends honestly: at ``maxRejections`` (``stop``
+with ``forced=True``), when the agent repeats its answer and the judge its reason
+(``outcome == "stalled"``), when the judge finds the work impossible without the user
+(``outcome == "impossible"``), or without judging while background tasks run
+(``outcome == "deferred"``, when the context says so). Every verdict has the decision's
+``outcome``; ``notice`` is what to tell the user for every outcome but approved and
+rejected (the reason is in it).
 
 When ``messages`` is given it is rendered to readable text in a private temporary file
 (removed afterwards) that prompt hooks read as ``execution_summary``.
@@ -28,11 +33,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from judge.decision import Decision
+from judge.decision import Decision, StopOutcome
 from judge.hooks.engine import Engine
 from judge.hooks.gate import Gate, count_key
+from judge.hooks.outcomes import notice
 from judge.integrations.dispatcher import SessionFacts, log_problems, run_sync
-from judge.state import Store
+from judge.state import StopMemory, Store
 
 MessageStyle = Literal["anthropic", "openai"]
 
@@ -55,6 +61,18 @@ class StopVerdict:
     @property
     def action(self) -> Literal["stop", "continue"]:
         return "stop" if self.stop else "continue"
+
+    @property
+    def outcome(self) -> StopOutcome | None:
+        """How the stop ended: approved, rejected, forced, impossible, stalled, deferred,
+        failed_open or failed_closed."""
+        return self.decision.outcome
+
+    @property
+    def notice(self) -> str | None:
+        """What to tell the user (every outcome but approved and rejected), e.g.
+        ``Stop impossible: the judge says this cannot be finished without you: ...``."""
+        return notice(self.decision)
 
     @property
     def feedback(self) -> str | None:
@@ -217,6 +235,7 @@ class StopGate:
         self.trusted = trusted or SessionFacts()
         self.event = event
         self._counts: dict[str, int] = {}
+        self._last: dict[str, StopMemory] = {}
 
     def rejection_count(self, session_id: str | None = None) -> int:
         """Rejections so far in the current loop of ``session_id``."""
@@ -237,8 +256,11 @@ class StopGate:
         session_id: str | None = None,
         current_turn: int | None = None,
         max_turns: int | None = None,
+        background_tasks: Sequence[Any] | None = None,
     ) -> StopVerdict:
-        """Judge ``final_answer``; ``messages`` (optional) is the conversation so far."""
+        """Judge ``final_answer``; ``messages`` (optional) is the conversation so far.
+        ``background_tasks``: work the agent started that still runs (not empty: prompt hooks
+        with ``backgroundTasks: defer`` are not run, and the verdict is ``deferred``)."""
         if messages is not None and (
             isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence)
         ):
@@ -258,15 +280,22 @@ class StopGate:
             context["current_turn"] = current_turn
         if max_turns is not None:
             context["max_turns"] = max_turns
+        if background_tasks is not None:
+            context["background_tasks"] = list(background_tasks)
         context = self.trusted.merge_into(context)
         context["session_id"] = sid
         with transcript_file(messages) as transcript:
-            decision = await self.gate.decide(self.event, context, transcript=transcript, session_id=sid)
+            decision = await self.gate.decide(
+                self.event, context, transcript=transcript, session_id=sid, last_rejection=self._last.get(sid)
+            )
         log_problems(self.event, decision)
         if decision.decision == "block":
             self._counts[sid] = decision.rejection_count
-        else:
+            if decision.stop_memory is not None:
+                self._last[sid] = decision.stop_memory
+        else:  # the loop ended: the next check starts a new one
             self._counts.pop(sid, None)
+            self._last.pop(sid, None)
         return StopVerdict(
             stop=decision.decision == "allow",
             reason=decision.reason,
@@ -283,10 +312,16 @@ class StopGate:
         session_id: str | None = None,
         current_turn: int | None = None,
         max_turns: int | None = None,
+        background_tasks: Sequence[Any] | None = None,
     ) -> StopVerdict:
         """:meth:`check` for synchronous loops."""
         return run_sync(
             self.check(
-                final_answer, messages, session_id=session_id, current_turn=current_turn, max_turns=max_turns
+                final_answer,
+                messages,
+                session_id=session_id,
+                current_turn=current_turn,
+                max_turns=max_turns,
+                background_tasks=background_tasks,
             )
         )

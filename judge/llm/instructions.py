@@ -23,7 +23,12 @@ proceed.
 When you are done, reply with exactly one JSON object and nothing else:
 - {"ok": true} when the check passes and the agent may proceed;
 - {"ok": false, "reason": "..."} when it fails. The reason is sent to the agent as its \
-next instruction: say specifically what is missing or wrong and what to do.
+next instruction: say specifically what is missing or wrong and what to do;
+- {"ok": false, "impossible": true, "reason": "..."} (Stop and SubagentStop only) when the \
+work cannot be finished without the user: a credential or access only they can give, a \
+decision only they can make, something outside the agent's reach. The agent then stops \
+instead of being sent back, and the reason goes to the user: say what they must provide \
+or decide. Never use it for work that is merely unfinished, hard or slow.
 
 ## Hook context fields
 - hook_event_name: the event (Stop, SubagentStop, PostToolUse or PreToolUse).

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from judge.decision import Citation, Usage
 from judge.errors import HookError
+from judge.hooks.answers import answer_from_object
 from judge.hooks.judging import PromptVerdict
 from judge.llm.evidence import EvidenceCheck, reask_message, unverified_error, with_evidence
 from judge.llm.instructions import (
@@ -221,7 +222,10 @@ class _Conversation:
             citations, reason = review.citations, with_evidence(reason, review.citations)
         self.trace.verdict = ok
         label = self.provider.label
-        return PromptVerdict(ok=ok, reason=reason, model=label, usage=self.usage, citations=citations)
+        impossible = bool(verdict_object) and answer_from_object(verdict_object).impossible
+        return PromptVerdict(
+            ok=ok, reason=reason, impossible=impossible, model=label, usage=self.usage, citations=citations
+        )
 
     def repair(self, completion: Completion, written: list[TextToolCall]) -> None:
         """Not a verdict: one separate final verdict turn (no tool can be called, so the

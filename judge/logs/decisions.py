@@ -8,8 +8,8 @@ previous one is dropped). Reasons and errors are cut to a few hundred characters
 
 :func:`summarize` reads the last :data:`TAIL_BYTES` of the log — whichever worker wrote
 them — and computes what ``GET /ui`` shows: recent decisions, the block and error rate of
-each hook, the most frequent rejection reasons, forced stops, and decisions, blocks and
-errors per minute over the last hour.
+each hook, the most frequent rejection reasons, forced stops, how the Stops ended (their
+outcomes), and decisions, blocks and errors per minute over the last hour.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from judge.decision import Decision
+from judge.decision import STOP_OUTCOMES, Decision
 from judge.logs.jsonl import now_iso
 
 DECISIONS_LOG = "decisions.jsonl"
@@ -52,6 +52,7 @@ def record_of(event: str, agent: Any, session: Any, decision: Decision, seconds:
         "session": session if isinstance(session, str) else None,
         "decision": decision.decision,
         "forcedStop": decision.forced_stop,
+        **({"outcome": decision.outcome} if decision.outcome is not None else {}),
         "reason": _cut(decision.reason, REASON_CHARS),
         "ms": round(seconds * 1000, 1),
         "hooks": [
@@ -184,6 +185,7 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
     hooks: dict[tuple[str, str, str], Counter[str]] = {}
     reasons: Counter[str] = Counter()
     forced = [r for r in records if r.get("forcedStop")]
+    outcomes: Counter[str] = Counter(str(r["outcome"]) for r in records if isinstance(r.get("outcome"), str))
     minutes = [now - timedelta(minutes=i) for i in range(TIMELINE_MINUTES - 1, -1, -1)]
     timeline = {m: {"decisions": 0, "blocks": 0, "errors": 0} for m in minutes}
     for record in records:
@@ -211,6 +213,7 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
         "since": records[0]["ts"] if records else None,
         "blocks": sum(1 for r in records if r.get("decision") == "block"),
         "forcedStops": len(forced),
+        "outcomes": {name: outcomes[name] for name in STOP_OUTCOMES if outcomes[name]},
         "recent": list(reversed(records[-RECENT:])),
         "hooks": [
             {

@@ -5,6 +5,9 @@ What is counted (names as exposed):
 - ``judge_decisions_total{event, agent, outcome}``: decisions; outcome ``allow``, ``block``
   or ``forced_stop``;
 - ``judge_forced_stops_total{event, agent}``: stops forced through at ``maxRejections``;
+- ``judge_stop_outcomes_total{event, agent, outcome}``: how each Stop and SubagentStop
+  ended: ``approved``, ``rejected``, ``forced``, ``impossible``, ``stalled``, ``deferred``,
+  ``failed_open``, ``failed_closed``;
 - ``judge_hook_results_total{event, agent, hook, type, outcome}``: each hook's result,
   ``allow``, ``block`` or ``error`` (``hook`` is ``agent[0]``, ``custom[1]``, ...);
 - ``judge_hook_errors_total{event, agent, hook, type}``: hook errors (timeouts, crashes,
@@ -63,6 +66,10 @@ class GateMetrics:
         self.forced_stops = Counter(
             "judge_forced_stops", "Stops forced through at maxRejections", ["event", "agent"], registry=reg
         )
+        self.stop_outcomes = Counter(
+            "judge_stop_outcomes", "How each Stop ended (approved, rejected, forced, impossible, stalled, "
+            "deferred, failed_open, failed_closed)", ["event", "agent", "outcome"], registry=reg,
+        )  # fmt: skip
         self.hook_results = Counter(
             "judge_hook_results", "Each hook's result (allow, block, error)",
             ["event", "agent", "hook", "type", "outcome"], registry=reg,
@@ -115,6 +122,8 @@ class GateMetrics:
         self.decisions.labels(event, agent_label, outcome).inc()
         if decision.forced_stop:
             self.forced_stops.labels(event, agent_label).inc()
+        if decision.outcome is not None:
+            self.stop_outcomes.labels(event, agent_label, decision.outcome).inc()
         self.decision_seconds.labels(event).observe(seconds)
         for hook in decision.hooks:
             name = f"{hook.level}[{hook.index}]"

@@ -17,7 +17,7 @@ from pydantic.json_schema import models_json_schema
 
 from judge.config import EVENTS, CustomAgent
 from judge.context import PostToolUseContext, PreToolUseContext, StopContext
-from judge.decision import HookOutcome
+from judge.decision import HookOutcome, StopOutcome
 
 VERSION = "2"
 
@@ -63,6 +63,14 @@ class DecisionResponse(BaseModel):
     reason: str | None
     forced_stop: bool = Field(alias="forcedStop")
     rejection_count: int = Field(alias="rejectionCount", ge=0)
+    outcome: StopOutcome | None = Field(
+        None,
+        description="Stop and SubagentStop: how the stop ended - approved, rejected, forced "
+        "(maxRejections), impossible (the judge says it cannot be finished without the user), "
+        "stalled (the same answer rejected for the same reason again), deferred (prompt hooks "
+        "not run while background tasks run), failed_open / failed_closed (a hook error let it "
+        "stop / sent it back). Absent on tool events.",
+    )
     hook_specific_output: HookSpecificOutput | None = Field(None, alias="hookSpecificOutput")
     updated_input: dict[str, Any] | None = Field(None, alias="updatedInput")
     hooks: list[HookOutcome]

@@ -1,4 +1,5 @@
-"""Durable state: Stop rejection counts per session, custom agents, spending (budgets).
+"""Durable state: Stop rejection counts and last rejections (:class:`StopMemory`) per
+session, custom agents, spending (budgets).
 
 :class:`StateStore` is what the gate and the service need; two implementations:
 
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 
 from judge.errors import StateUnavailable
 from judge.state.sqlite import SQLiteStore
+from judge.state.stop_memory import StopMemory
 
 #: Kept for callers of the first API (``from judge.state import Store``): the SQLite store.
 Store = SQLiteStore
@@ -26,7 +28,15 @@ Store = SQLiteStore
 #: What ``--state`` values name a PostgreSQL database.
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 
-__all__ = ["DATABASE_SCHEMES", "SQLiteStore", "StateStore", "StateUnavailable", "Store", "open_store"]
+__all__ = [
+    "DATABASE_SCHEMES",
+    "SQLiteStore",
+    "StateStore",
+    "StateUnavailable",
+    "StopMemory",
+    "Store",
+    "open_store",
+]
 
 
 class StateStore(Protocol):
@@ -51,7 +61,19 @@ class StateStore(Protocol):
 
     def increment_rejection_count(self, session_id: str, by: int = 1) -> int: ...
 
-    def reset(self, session_id: str) -> None: ...
+    def reset(self, session_id: str) -> None:
+        """A new loop: forget the session's count and its last rejection."""
+        ...
+
+    def stop_loop(self, session_id: str) -> tuple[int, StopMemory | None]:
+        """The loop's count and last rejection (None: none yet, or a new loop)."""
+        ...
+
+    def stop_memory(self, session_id: str) -> StopMemory | None: ...
+
+    def record_rejection(self, session_id: str, by: int, memory: StopMemory | None) -> int:
+        """Add ``by`` to the count and keep ``memory`` as the last rejection, atomically."""
+        ...
 
     def spent(self, key: str) -> float: ...
 

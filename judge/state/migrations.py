@@ -79,6 +79,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX judge_log_kind_logged_at ON judge_log (kind, logged_at)",
         ),
     ),
+    Migration(
+        3,
+        "Each Stop loop's last rejection (digests) beside its count, to end stalled loops",
+        (
+            "ALTER TABLE judge_rejections ADD COLUMN answer TEXT, ADD COLUMN reason TEXT, "
+            "ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0",
+        ),
+    ),
 )
 
 
@@ -155,6 +163,15 @@ SQLITE_STATE: tuple[Migration, ...] = (
                 usd REAL NOT NULL,
                 updated_at REAL NOT NULL
             )""",
+        ),
+    ),
+    Migration(
+        2,
+        "Each Stop loop's last rejection (digests) beside its count, to end stalled loops",
+        (
+            "ALTER TABLE rejections ADD COLUMN answer TEXT",
+            "ALTER TABLE rejections ADD COLUMN reason TEXT",
+            "ALTER TABLE rejections ADD COLUMN repeats INTEGER NOT NULL DEFAULT 0",
         ),
     ),
 )

@@ -35,6 +35,7 @@ from judge.errors import StateUnavailable
 from judge.redact import redact_url
 from judge.state.migrations import migrate
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, SessionBusy
+from judge.state.stop_memory import StopMemory
 
 try:
     import psycopg
@@ -246,7 +247,39 @@ class PostgresStore:
         return int(row[0])
 
     def reset(self, session_id: str) -> None:
+        """A new loop: the count and the last rejection are forgotten."""
         self.set_rejection_count(session_id, 0)
+
+    # -- the last rejection of a loop (stalled loops), kept in the count's row -------------
+
+    def stop_loop(self, session_id: str) -> tuple[int, StopMemory | None]:
+        """The loop's count and last rejection (None: none yet), in one read."""
+        with self._conn() as conn:
+            row = conn.execute(
+                "SELECT count, answer, reason, repeats FROM judge_rejections WHERE session_key = %s",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            return 0, None
+        memory = StopMemory(str(row[1]), str(row[2]), int(row[3])) if row[1] is not None else None
+        return int(row[0]), memory
+
+    def stop_memory(self, session_id: str) -> StopMemory | None:
+        return self.stop_loop(session_id)[1]
+
+    def record_rejection(self, session_id: str, by: int, memory: StopMemory | None) -> int:
+        """Atomically add ``by`` to the count and keep ``memory`` (one statement); the new count."""
+        answer, reason, repeats = memory if memory is not None else (None, None, 0)
+        with self._conn() as conn:
+            row = conn.execute(
+                "INSERT INTO judge_rejections (session_key, count, answer, reason, repeats) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_key) DO UPDATE SET "
+                "count = judge_rejections.count + EXCLUDED.count, answer = EXCLUDED.answer, "
+                "reason = EXCLUDED.reason, repeats = EXCLUDED.repeats, updated_at = now() RETURNING count",
+                (session_id, by, answer, reason, repeats),
+            ).fetchone()
+        assert row is not None
+        return int(row[0])
 
     # -- spending (budgets) -------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Durable state in one SQLite file (the embedded default :class:`judge.state.StateStore`):
-Stop rejection counts per session, custom agents, spending.
+Stop rejection counts and the last rejection (:class:`StopMemory`) per session, custom
+agents, spending.
 
 Safe under concurrent processes: WAL mode, a busy timeout, and read-modify-write in
 ``BEGIN IMMEDIATE`` transactions. A :class:`Store` can be shared between threads and
@@ -23,6 +24,7 @@ from typing import Any
 from judge.errors import StateUnavailable
 from judge.state.migrations import SQLITE_STATE, migrate_sqlite
 from judge.state.session_lock import DEFAULT_WAIT_SECONDS, LocalQueue, lock_folder, session_lock
+from judge.state.stop_memory import StopMemory
 
 #: How long a write waits for another writer's lock. The store's own transactions take
 #: milliseconds; a lock held longer (a backup, an operator's sqlite3 shell) is a failure.
@@ -124,7 +126,45 @@ class SQLiteStore:
         return int(row[0])
 
     def reset(self, session_id: str) -> None:
+        """A new loop: the count and the last rejection are forgotten."""
         self.set_rejection_count(session_id, 0)
+
+    # -- the last rejection of a loop (stalled loops), kept in the count's row -------------
+
+    def stop_loop(self, session_id: str) -> tuple[int, StopMemory | None]:
+        """The loop's count and last rejection (None: none yet), in one read."""
+        with self._connect() as db:
+            row = db.execute(
+                "SELECT count, answer, reason, repeats FROM rejections WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            return 0, None
+        memory = StopMemory(str(row[1]), str(row[2]), int(row[3])) if row[1] is not None else None
+        return int(row[0]), memory
+
+    def stop_memory(self, session_id: str) -> StopMemory | None:
+        return self.stop_loop(session_id)[1]
+
+    def record_rejection(self, session_id: str, by: int, memory: StopMemory | None) -> int:
+        """Atomically add ``by`` to the count and keep ``memory`` as the loop's last
+        rejection (one write); the new count."""
+        answer, reason, repeats = memory if memory is not None else (None, None, 0)
+        with self._connect() as db:
+            db.execute("BEGIN IMMEDIATE")  # (the commit ends the RETURNING statement too)
+            try:
+                row = db.execute(
+                    "INSERT INTO rejections (session_id, count, updated_at, answer, reason, repeats) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET "
+                    "count = count + excluded.count, updated_at = excluded.updated_at, "
+                    "answer = excluded.answer, reason = excluded.reason, repeats = excluded.repeats "
+                    "RETURNING count",
+                    (session_id, by, time.time(), answer, reason, repeats),
+                ).fetchone()
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+        return int(row[0])
 
     # -- spending (budgets) -------------------------------------------------------------
 

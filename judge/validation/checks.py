@@ -83,6 +83,36 @@ def relative_paths(command: str) -> list[str]:
     return found
 
 
+def _loop_findings(
+    where: str, event: str, hook: Hook, config: Config, env: Mapping[str, str]
+) -> list[Finding]:
+    """A Stop prompt hook's loop limits that can never take effect (``repeats`` against the
+    largest ``maxRejections`` any prompt hook of the event may bring to its loop)."""
+    found: list[Finding] = []
+    cap = claude_code_block_cap(env)
+    if not takes_effect_under_claude_code(hook.max_rejections, cap):
+        found.append(
+            Finding(
+                "warning",
+                f"{where}.maxRejections",
+                f"{hook.max_rejections} is above Claude Code's cap of {cap} consecutive Stop "
+                f"blocks ({BLOCK_CAP_ENV}); if this config is used with Claude Code, the turn "
+                "ends at the cap and this limit never takes effect",
+            )
+        )
+    limit = max(h.max_rejections for _, _, h in config.every_hook_for(event) if h.type == "prompt")
+    if hook.repeats and hook.repeats >= limit - 1:
+        found.append(
+            Finding(
+                "warning",
+                f"{where}.repeats",
+                f"{hook.repeats} identical repeats cannot happen within maxRejections {limit}: the "
+                f"loop is forced first and never ends as stalled (at most {max(limit - 2, 0)} can)",
+            )
+        )
+    return found
+
+
 def _hook_findings(
     where: str, event: str, hook: Hook, agent: str | None, config: Config, env: Mapping[str, str]
 ) -> list[Finding]:
@@ -108,17 +138,8 @@ def _hook_findings(
             )
         slow = {local_timeout_problem(m, hook.timeout, config.models, env) for m in models}
         found += [Finding("warning", f"{where}.timeout", m) for m in sorted(p for p in slow if p)]
-        cap = claude_code_block_cap(env)
-        if event in STOP_EVENTS and not takes_effect_under_claude_code(hook.max_rejections, cap):
-            found.append(
-                Finding(
-                    "warning",
-                    f"{where}.maxRejections",
-                    f"{hook.max_rejections} is above Claude Code's cap of {cap} consecutive Stop "
-                    f"blocks ({BLOCK_CAP_ENV}); if this config is used with Claude Code, the turn "
-                    "ends at the cap and this limit never takes effect",
-                )
-            )
+        if event in STOP_EVENTS:
+            found += _loop_findings(where, event, hook, config, env)
     elif hook.command is not None and hook.cwd == "temp":
         for path in relative_paths(hook.command):
             found.append(

@@ -17,7 +17,17 @@ from judge.llm.tiers import ALIASES, BASE_URL_VARS, PROVIDERS, TIERS, canonical_
 from judge.redact import redact_url
 
 #: ``fake:<mode>`` forms (besides ``fake:<script file>``).
-FAKE_MODES: tuple[str, ...] = ("allow", "block", "reasonless", "error", "heuristic", "optimizer")
+FAKE_MODES: tuple[str, ...] = (
+    "allow",
+    "block",
+    "reasonless",
+    "impossible",
+    "error",
+    "heuristic",
+    "optimizer",
+)
+#: Fake modes that take a reason after them (``fake:block:<reason>``).
+_WITH_REASON = ("block", "impossible")
 _TIER_NAMES: dict[str, str] = {t.lower(): t for t in TIERS} | {alias: alias for alias in ALIASES}
 
 
@@ -30,7 +40,7 @@ def fake_problem(spec: str, base_dir: Path | None) -> str | None:
     """What is wrong with ``fake:<spec>``, or None (files are resolved as at run time)."""
     mode, sep, rest = spec.partition(":")
     if mode in FAKE_MODES:
-        if sep and mode != "block":
+        if sep and mode not in _WITH_REASON:
             return f"fake:{mode} takes nothing after it, got 'fake:{spec}'"
         return None
     path = Path(spec).expanduser()
@@ -46,11 +56,12 @@ def fake_problem(spec: str, base_dir: Path | None) -> str | None:
         return None
     near = _close(mode, list(FAKE_MODES))
     if near is not None:
-        suggestion = f"fake:{near}" + (f":{rest}" if sep and near == "block" else "")
+        suggestion = f"fake:{near}" + (f":{rest}" if sep and near in _WITH_REASON else "")
         return f"unknown fake model 'fake:{spec}' (did you mean {suggestion}?)"
     return (
         f"unknown fake model 'fake:{spec}': use fake:allow, fake:block[:reason], fake:reasonless, "
-        "fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml> (no such file)"
+        "fake:impossible[:reason], fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml> "
+        "(no such file)"
     )
 
 
@@ -95,7 +106,7 @@ def model_problem(model: str, env: Mapping[str, str], base_dir: Path | None) -> 
 
 
 #: Fake judges that reject without ever citing the transcript (``evidence: required``).
-NON_CITING_FAKES: frozenset[str] = frozenset({"block", "reasonless", "heuristic"})
+NON_CITING_FAKES: frozenset[str] = frozenset({"block", "reasonless", "impossible", "heuristic"})
 
 
 def cannot_cite(model: str, models: Mapping[str, str], env: Mapping[str, str]) -> bool:

@@ -60,6 +60,7 @@ ALWAYS_REJECT = {
                 "prompt": "Did the agent run the tests? $ARGUMENTS",
                 "model": "fake:block:Run the test suite and report the result.",
                 "maxRejections": 3,
+                "repeats": 3,  # (the same answer each time: counted, not a stalled loop)
             }
         ]
     }
@@ -89,8 +90,10 @@ def test_rejections_counted_per_session_until_forced_stop(tmp_path: Path) -> Non
     assert third.returncode == 0, third.stderr
     forced = json.loads(third.stdout)
     assert "decision" not in forced  # the stop goes through
-    assert "3 rejection" in forced["systemMessage"]
-    assert "Run the test suite" in forced["systemMessage"]
+    assert forced["systemMessage"] == (
+        "judge: Stop forced: allowed after 3 rejection(s) (maxRejections reached). "
+        "Unresolved: Run the test suite and report the result."
+    )
     assert store.rejection_count("s-1") == 0  # the loop is over
     assert store.rejection_count("s-2") == 1
 

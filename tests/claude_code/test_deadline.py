@@ -154,7 +154,10 @@ def test_timeout_on_a_fail_open_stop_lets_it_through_with_a_notice(
 ) -> None:
     config, env = setup(tmp_path, open_tmp, marker, "Stop")
     out = run_judge(tmp_path, "Stop", config, env, "2")
-    assert out == {"systemMessage": "judge: judge did not finish within its --timeout of 2 s; not checked"}
+    assert out == {
+        "systemMessage": "judge: Stop failed_open: judge did not finish within its --timeout of 2 s; "
+        "not checked"
+    }
     assert_all_gone(marker)
 
 

@@ -143,6 +143,8 @@ def test_a_huge_transcript_without_newlines_does_not_outlive_the_deadline(tmp_pa
     assert out == {
         "decision": "block",
         "reason": "Hook error: judge did not finish within its --timeout of 2 s",
+        "systemMessage": "judge: Stop failed_closed: Hook error: judge did not finish within its "
+        "--timeout of 2 s",
     }
 
 

@@ -36,7 +36,9 @@ async def test_an_allow_because_the_judge_failed_says_so(tmp_path: Path) -> None
     out = await handle(stop_input(), config, tmp_path / "state.sqlite")
     assert out is not None and "decision" not in out
     message = out["systemMessage"]
-    assert message.startswith("judge: Stop hook agent[0] (prompt, fake:error) could not run: ")
+    assert message.startswith(
+        "judge: Stop failed_open: Stop hook agent[0] (prompt, fake:error) could not run: "
+    )
     assert message.endswith("-> allow (its failMode)")
 
 
@@ -44,6 +46,9 @@ async def test_a_block_by_failmode_is_told_too(tmp_path: Path) -> None:
     config = hooks({"prompt": "Done? $ARGUMENTS", "model": "fake:error", "failMode": "block"})
     out = await handle(stop_input(), config, tmp_path / "state.sqlite")
     assert out is not None and out["decision"] == "block" and out["reason"].startswith("Hook error")
+    assert out["systemMessage"].startswith(
+        "judge: Stop failed_closed: Stop hook agent[0] (prompt, fake:error)"
+    )
     assert out["systemMessage"].endswith("-> block (its failMode)")
 
 
@@ -91,8 +96,8 @@ async def test_a_judge_that_times_out_is_named_with_its_model(tmp_path: Path) ->
     out = await handle(stop_input(), config, tmp_path / "state.sqlite", judge=Hanging())
     assert out is not None
     assert out["systemMessage"] == (
-        "judge: Stop hook agent[0] (prompt, openai:slow-model) could not run: timed out after 1s "
-        "-> allow (its failMode)"
+        "judge: Stop failed_open: Stop hook agent[0] (prompt, openai:slow-model) could not run: "
+        "timed out after 1s -> allow (its failMode)"
     )
 
 

@@ -135,7 +135,7 @@ def test_claude_codes_stop_hook_active_reaches_the_hooks(tmp_path: Path, active:
 
 
 async def test_claude_code_fresh_subagent_stop_starts_a_new_loop(tmp_path: Path) -> None:
-    hook = {"type": "prompt", "prompt": "judge", "maxRejections": 3}
+    hook = {"type": "prompt", "prompt": "judge", "maxRejections": 3, "repeats": 3}
     config = config_from_data({"hooks": {"SubagentStop": [hook]}})
     state = tmp_path / "state.db"
 

@@ -296,6 +296,41 @@ def test_a_forced_stop_is_scored_as_a_block_in_junit_and_html_as_in_report_json(
     assert "Disagreements (1)" in page and "<b>good</b>" in page and "<b>bad</b>" not in page
 
 
+def test_an_impossible_stop_scores_as_a_block_and_is_reported_on_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [
+        {"id": "stuck", "context": {"final_output": "NEEDS-USER: deploy key"}, "label": "block"},
+        {"id": "stuck-but-fine", "context": {"final_output": "NEEDS-USER: done anyway"}, "label": "allow"},
+        {"id": "done", "context": {"final_output": "all done"}, "label": "allow"},
+        {"id": "bad", "context": {"final_output": "answer 1 BAD"}, "label": "block"},
+    ]
+    suite = write_suite(tmp_path / "s", rows)
+    out = tmp_path / "out"
+    assert run_eval([str(suite), "--out", str(out)]) == 0
+    summary = capsys.readouterr().out
+    assert "stop outcomes: approved 1, rejected 1, impossible 2 (impossible rate 0.5" in summary
+    results = {r.id: (r.decision, r.outcome) for r in read_results(out / "results.jsonl")}
+    assert results["stuck"] == ("allow", "impossible") and results["bad"] == ("block", "rejected")
+    report = json.loads((out / "report.json").read_text())
+    assert report["confusion"] == {"tp": 2, "fp": 1, "tn": 1, "fn": 0}  # impossible is a block
+    assert report["outcomes"] == {"approved": 1, "rejected": 1, "impossible": 2}
+    assert (report["impossible"], report["impossibleRate"]) == (2, 0.5)
+    assert report["ci95"]["impossibleRate"][0] < 0.5 < report["ci95"]["impossibleRate"][1]
+    cases = {tc.attrib["name"]: tc for tc in ET.parse(out / "junit.xml").getroot().iter("testcase")}
+    failure = cases["stuck-but-fine"].find("failure")
+    assert (
+        failure is not None
+        and "judge said block (impossible: the work cannot be finished without the user)"
+        in (failure.attrib["message"])
+    )
+    assert cases["stuck"].find("failure") is None
+    page = (out / "report.html").read_text()
+    assert "<h2>Stop outcomes</h2>" in page and "<td>impossible</td><td class=num>2</td>" in page
+    assert "impossible rate" in page
+    assert run_eval([str(suite), "--out", str(out), "--quiet", "--fail-over", "impossibleRate=0.25"]) == 1
+
+
 def test_a_results_file_that_cannot_be_written_stops_the_run_before_any_judgement(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

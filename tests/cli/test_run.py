@@ -21,6 +21,8 @@ from judge.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 TOP_KEYS = {"decision", "reason", "forcedStop", "rejectionCount", "hooks"}
+#: A Stop's decision also says how the stop ended.
+STOP_KEYS = TOP_KEYS | {"outcome"}
 HOOK_KEYS = {"level", "index", "type", "decision", "reason", "error", "durationMs", "model", "usage"}
 
 
@@ -70,12 +72,13 @@ CMD_BLOCK = {"type": "command", "command": "echo 'Add the test results.' >&2; ex
 def test_allow_prints_exactly_the_decision_fields(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"Stop": [{"type": "command", "command": "true"}]})
     out = decided(run("--config", config, "--event", "Stop", stdin=STOP))
-    assert set(out) == TOP_KEYS
-    assert (out["decision"], out["reason"], out["forcedStop"], out["rejectionCount"]) == (
+    assert set(out) == STOP_KEYS
+    assert (out["decision"], out["reason"], out["forcedStop"], out["rejectionCount"], out["outcome"]) == (
         "allow",
         None,
         False,
         0,
+        "approved",
     )
     (hook,) = out["hooks"]
     assert set(hook) == HOOK_KEYS
@@ -88,8 +91,9 @@ def test_block_exits_zero_and_reads_the_context_file(tmp_path: Path) -> None:
     context = tmp_path / "ctx.json"
     context.write_text(STOP)
     out = decided(run("--config", config, "--event", "Stop", "--context", str(context)))
-    assert set(out) == TOP_KEYS
+    assert set(out) == STOP_KEYS
     assert (out["decision"], out["reason"], out["rejectionCount"]) == ("block", "Add the test results.", 0)
+    assert out["outcome"] == "rejected"
 
 
 def test_post_tool_use_additional_context_and_custom_agent(tmp_path: Path) -> None:
@@ -170,7 +174,8 @@ def test_session_and_state_keep_the_count_across_processes(tmp_path: Path) -> No
     state = str(tmp_path / "state.db")
     data = tmp_path / "data"
     rounds = []
-    for _ in range(4):
+    for i in range(4):
+        stop = json.dumps({**json.loads(STOP), "final_output": f"Done ({i})."})  # (not a stalled loop)
         args = (
             "--config",
             config,
@@ -183,7 +188,7 @@ def test_session_and_state_keep_the_count_across_processes(tmp_path: Path) -> No
             "--data-dir",
             str(data),
         )
-        out = decided(run(*args, stdin=STOP))
+        out = decided(run(*args, stdin=stop))
         rounds.append((out["decision"], out["forcedStop"], out["rejectionCount"], out["reason"]))
     assert rounds == [
         ("block", False, 1, "Add tests."),

@@ -532,6 +532,8 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "failMode",
         "model",
         "maxRejections",
+        "repeats",
+        "backgroundTasks",
         "mode",
         "evidence",
     }
@@ -544,6 +546,11 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         hook["properties"]["maxRejections"]["maximum"],
     ) == (1, 25)
     assert set(hook["properties"]["failMode"]["anyOf"][0]["enum"]) == {"allow", "block"}
+    repeats = hook["properties"]["repeats"]
+    assert (repeats["minimum"], repeats["maximum"], repeats["default"]) == (0, 25, 0)
+    assert "stalled" in repeats["description"]
+    assert hook["properties"]["backgroundTasks"]["enum"] == ["judge", "defer"]
+    assert hook["properties"]["backgroundTasks"]["default"] == "defer"
     assert set(schema["$defs"]["HookSet"]["properties"]) == {
         "Stop",
         "SubagentStop",

@@ -192,6 +192,20 @@ def test_forced_stops_score_as_block_in_eval_and_in_tuning() -> None:
     assert hook_verdict(forced) == "block" == forced.verdict
 
 
+def test_impossible_and_stalled_stops_score_as_block_in_eval_and_in_tuning() -> None:
+    impossible = CaseResult(
+        id="i", decision="allow", outcome="impossible", label="block", reason="needs a key"
+    )
+    stalled = CaseResult(id="s", decision="allow", outcome="stalled", label="block", reason="same again")
+    deferred = CaseResult(id="d", decision="allow", outcome="deferred", label="allow")
+    report = compute_report([impossible, stalled, deferred])
+    assert report["confusion"] == {"tp": 2, "fp": 0, "tn": 1, "fn": 0}
+    assert report["outcomes"] == {"impossible": 1, "stalled": 1, "deferred": 1}
+    assert (report["impossible"], report["impossibleRate"]) == (1, round(1 / 3, 6))
+    assert hook_verdict(impossible) == "block" == hook_verdict(stalled)
+    assert "outcomes" not in compute_report([CaseResult(id="t", decision="allow")])  # a tool-event suite
+
+
 async def test_forced_stop_end_to_end_counts_as_block(tmp_path: Path) -> None:
     config = {
         "hooks": {

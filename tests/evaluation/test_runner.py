@@ -23,7 +23,8 @@ PROMPT_CONFIG: dict[str, Any] = {
 
 
 class ScriptedJudge:
-    """Blocks answers containing BAD, errors on ERR, allows the rest; counts calls and concurrency."""
+    """Blocks answers containing BAD, finds those containing NEEDS-USER impossible, errors on
+    ERR, allows the rest; counts calls and concurrency."""
 
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
@@ -47,6 +48,9 @@ class ScriptedJudge:
             usage = Usage(inputTokens=10, outputTokens=2)
             if "BAD" in text:
                 return PromptVerdict(ok=False, reason=f"incomplete: {text}", model="scripted", usage=usage)
+            if "NEEDS-USER" in text:
+                reason = "only the user can give the key"
+                return PromptVerdict(ok=False, reason=reason, impossible=True, model="scripted", usage=usage)
             return PromptVerdict(ok=True, model="scripted", usage=usage)
         finally:
             self.in_flight -= 1

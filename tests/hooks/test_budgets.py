@@ -74,7 +74,10 @@ async def test_every_decision_carries_its_cost() -> None:
 
 async def test_a_spent_session_budget_stops_model_calls_and_failmode_decides(tmp_path: Path) -> None:
     config = config_from_data(
-        {"hooks": {"Stop": [{"prompt": "p", "maxRejections": 25}]}, "budgets": {"perSessionUsd": 0.002}}
+        {
+            "hooks": {"Stop": [{"prompt": "p", "maxRejections": 25, "repeats": 25}]},
+            "budgets": {"perSessionUsd": 0.002},
+        }
     )
     judge = PricedJudge()
     gate = Gate(Engine(config, judge=judge), store=Store(tmp_path / "s.db"))

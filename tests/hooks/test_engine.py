@@ -4,7 +4,7 @@ Each row is a config + a context -> the expected decision, reason, forcedStop,
 rejectionCount, additionalContext and updatedInput. Command hooks are real bash
 commands run in the sandbox; prompt hooks are answered by :class:`ScriptedJudge`,
 whose behaviour is written in the hook's prompt text (``ok``, ``reject: <reason>``,
-``reject``, ``error: <message>``, ``crash``, ``sleep``).
+``reject``, ``impossible: <reason>``, ``error: <message>``, ``crash``, ``sleep``).
 
 Behaviours that need more than one row (ordering, concurrency, short-circuit,
 input rewriting, the gate's session count) follow the table as separate tests.
@@ -49,6 +49,10 @@ class ScriptedJudge:
             return PromptVerdict(ok=False, reason=arg.strip() or None, model="scripted", usage=usage)
         if verb == "blank":
             return PromptVerdict(ok=False, reason="   ", model="scripted", usage=usage)
+        if verb == "impossible":
+            return PromptVerdict(
+                ok=False, reason=arg.strip() or None, impossible=True, model="scripted", usage=usage
+            )
         if verb == "error":
             raise HookError(arg.strip())
         if verb == "crash":
@@ -141,6 +145,8 @@ class Row:
     n_hooks: int | None = None
     hook_decisions: list[str] | None = None
     error_contains: list[str] = field(default_factory=list)
+    #: Stop: the outcome (hooks/outcomes.py's table)
+    outcome: str | None = None
 
 
 REVIEWER_CONFIG: dict[str, Any] = {
@@ -185,6 +191,7 @@ ROWS: list[Row] = [
         "block",
         reason="agent says no\nreviewer says no",
         hook_decisions=["block", "block"],
+        outcome="rejected",
     ),
     Row(
         "another custom agent's hooks do not run",
@@ -194,6 +201,7 @@ ROWS: list[Row] = [
         "block",
         reason="agent says no\nwriter says no",
         n_hooks=2,
+        outcome="rejected",
     ),
     Row(
         "unknown agent_name: agent level only",
@@ -203,6 +211,7 @@ ROWS: list[Row] = [
         "block",
         reason="agent says no",
         n_hooks=1,
+        outcome="rejected",
     ),
     Row(
         "custom agent's additionalContext comes last and wins",
@@ -223,7 +232,7 @@ ROWS: list[Row] = [
         n_hooks=1,
     ),
     # -- Stop: reasonless rejection is an approval -------------------------------------
-    Row("stop: no hooks", "Stop", {"hooks": {}}, stop_ctx(), "allow", n_hooks=0),
+    Row("stop: no hooks", "Stop", {"hooks": {}}, stop_ctx(), "allow", n_hooks=0, outcome="approved"),
     Row(
         'stop: command {"ok": false} without reason approves',
         "Stop",
@@ -231,6 +240,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "allow",
         hook_decisions=["allow"],
+        outcome="approved",
     ),
     Row(
         'stop: command {"decision": "block"} without reason approves',
@@ -239,6 +249,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "allow",
         hook_decisions=["allow"],
+        outcome="approved",
     ),
     Row(
         "stop: blank reason approves",
@@ -246,6 +257,7 @@ ROWS: list[Row] = [
         {"hooks": {"Stop": [cmd(says({"decision": "block", "reason": "  \n "}))]}},
         stop_ctx(),
         "allow",
+        outcome="approved",
     ),
     Row(
         "stop: null reason approves",
@@ -253,6 +265,7 @@ ROWS: list[Row] = [
         {"hooks": {"Stop": [cmd(says({"ok": False, "reason": None}))]}},
         stop_ctx(),
         "allow",
+        outcome="approved",
     ),
     Row(
         "stop: prompt rejection without reason approves and is not counted",
@@ -261,6 +274,7 @@ ROWS: list[Row] = [
         stop_ctx(1),
         "allow",
         count=1,
+        outcome="approved",
     ),
     Row(
         "stop: prompt rejection with blank reason approves",
@@ -268,6 +282,7 @@ ROWS: list[Row] = [
         {"hooks": {"Stop": [prompt("blank")]}},
         stop_ctx(),
         "allow",
+        outcome="approved",
     ),
     Row(
         "stop: empty stdout with exit 0 allows",
@@ -275,6 +290,7 @@ ROWS: list[Row] = [
         {"hooks": {"Stop": [cmd("true")]}},
         stop_ctx(),
         "allow",
+        outcome="approved",
     ),
     Row(
         "stop: fenced JSON with whitespace is parsed",
@@ -283,6 +299,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="fenced",
+        outcome="rejected",
     ),
     # -- Stop: exit 2 always blocks -------------------------------------------------------
     Row(
@@ -292,6 +309,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Add the test results.",
+        outcome="rejected",
     ),
     Row(
         "stop: exit 2 with empty stderr gets the default reason",
@@ -300,6 +318,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Blocked by hook (exit code 2)",
+        outcome="rejected",
     ),
     Row(
         "stop: exit 2 ignores an approving stdout",
@@ -308,6 +327,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Blocked by hook (exit code 2)",
+        outcome="rejected",
     ),
     Row(
         "stop: command rejections are not counted and have no implicit limit",
@@ -317,6 +337,7 @@ ROWS: list[Row] = [
         "block",
         reason="still wrong",
         count=24,
+        outcome="rejected",
     ),
     Row(
         "stop: exit 2 blocks even with a huge count",
@@ -326,6 +347,7 @@ ROWS: list[Row] = [
         "block",
         reason="nope",
         count=100,
+        outcome="rejected",
     ),
     # -- Stop: maxRejections (prompt hooks only, max over them) -------------------------
     Row(
@@ -336,6 +358,7 @@ ROWS: list[Row] = [
         "block",
         reason="Add tests.",
         count=1,
+        outcome="rejected",
     ),
     Row(
         "stop: default max 3, second rejection sends back (count 2)",
@@ -345,6 +368,7 @@ ROWS: list[Row] = [
         "block",
         reason="Add tests.",
         count=2,
+        outcome="rejected",
     ),
     Row(
         "stop: default max 3, third rejection is forced through with its reason",
@@ -356,6 +380,7 @@ ROWS: list[Row] = [
         forced=True,
         count=3,
         hook_decisions=["block"],
+        outcome="forced",
     ),
     Row(
         "stop: maxRejections 1 forces the first rejection",
@@ -366,6 +391,7 @@ ROWS: list[Row] = [
         reason="no",
         forced=True,
         count=1,
+        outcome="forced",
     ),
     Row(
         "stop: the maximum over prompt hooks is used (2 and 5 -> 5)",
@@ -375,6 +401,7 @@ ROWS: list[Row] = [
         "block",
         reason="r1",
         count=3,
+        outcome="rejected",
     ),
     Row(
         "stop: the maximum over prompt hooks forces at c+1 >= 5",
@@ -385,6 +412,7 @@ ROWS: list[Row] = [
         reason="r1",
         forced=True,
         count=5,
+        outcome="forced",
     ),
     Row(
         "stop: a command hook's maxRejections is ignored",
@@ -395,6 +423,7 @@ ROWS: list[Row] = [
         reason="r",
         forced=True,
         count=2,
+        outcome="forced",
     ),
     Row(
         "stop: a round where only a command hook rejects does not count",
@@ -404,6 +433,7 @@ ROWS: list[Row] = [
         "block",
         reason="cmd",
         count=2,
+        outcome="rejected",
     ),
     Row(
         "stop: forced round still reports every reason; a command block keeps blocking",
@@ -413,6 +443,7 @@ ROWS: list[Row] = [
         "block",
         reason="p\nc",
         count=3,
+        outcome="rejected",
     ),
     Row(
         "stop: a count above the limit still forces",
@@ -423,6 +454,7 @@ ROWS: list[Row] = [
         reason="r",
         forced=True,
         count=10,
+        outcome="forced",
     ),
     Row(
         "stop: joined reasons in declared order, newline-separated",
@@ -443,6 +475,7 @@ ROWS: list[Row] = [
         reason="first\nsecond\nthird",
         count=1,
         hook_decisions=["block", "block", "allow", "block", "allow"],
+        outcome="rejected",
     ),
     Row(
         "subagent stop follows the stop rules",
@@ -453,6 +486,7 @@ ROWS: list[Row] = [
         reason="more",
         forced=True,
         count=3,
+        outcome="forced",
     ),
     # -- Stop: failMode for both hook types ---------------------------------------------------
     Row(
@@ -462,6 +496,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "allow",
         error_contains=["command exited with code 1: oops"],
+        outcome="failed_open",
     ),
     Row(
         "stop: command error, failMode block (not counted)",
@@ -471,6 +506,7 @@ ROWS: list[Row] = [
         "block",
         reason="Hook error: command exited with code 1: oops",
         count=1,
+        outcome="failed_closed",
     ),
     Row(
         "stop: command exit 137, failMode block",
@@ -479,6 +515,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Hook error: command exited with code 137",
+        outcome="failed_closed",
     ),
     Row(
         "stop: command killed by SIGKILL, failMode block",
@@ -487,6 +524,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Hook error: command was killed by signal 9",
+        outcome="failed_closed",
     ),
     Row(
         "stop: invalid JSON output is a hook error (allow)",
@@ -495,6 +533,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "allow",
         error_contains=["not valid JSON"],
+        outcome="failed_open",
     ),
     Row(
         "stop: invalid JSON output is a hook error (block), never a pass",
@@ -503,6 +542,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Hook error: hook output is not valid JSON (Expecting value): '{\"ok\": tru'",
+        outcome="failed_closed",
     ),
     Row(
         "stop: JSON without ok/decision is a hook error",
@@ -511,6 +551,7 @@ ROWS: list[Row] = [
         stop_ctx(),
         "block",
         reason="Hook error: hook answer has neither 'ok' nor 'decision'",
+        outcome="failed_closed",
     ),
     Row(
         "stop: prompt error, default failMode allow, not counted",
@@ -520,6 +561,7 @@ ROWS: list[Row] = [
         "allow",
         count=1,
         error_contains=["provider down"],
+        outcome="failed_open",
     ),
     Row(
         "stop: prompt error with failMode block counts as a rejection",
@@ -529,6 +571,7 @@ ROWS: list[Row] = [
         "block",
         reason="Hook error: provider down",
         count=1,
+        outcome="failed_closed",
     ),
     Row(
         "stop: prompt error with failMode block can force the stop",
@@ -539,6 +582,7 @@ ROWS: list[Row] = [
         reason="Hook error: provider down",
         forced=True,
         count=3,
+        outcome="forced",
     ),
     Row(
         "stop: an unexpected exception in the judge is a hook error",
@@ -548,6 +592,7 @@ ROWS: list[Row] = [
         "block",
         reason="Hook error: RuntimeError: boom",
         count=1,
+        outcome="failed_closed",
     ),
     Row(
         "stop: a prompt hook past its timeout is a hook error",
@@ -557,6 +602,7 @@ ROWS: list[Row] = [
         "block",
         reason="Hook error: timed out after 1s",
         count=1,
+        outcome="failed_closed",
     ),
     # -- PostToolUse ----------------------------------------------------------------------
     Row(
@@ -780,6 +826,8 @@ ROWS: list[Row] = [
 
 def _check(row: Row, decision: Decision) -> None:
     out = decision.to_json()
+    assert out.get("outcome") == row.outcome  # every Stop has one; tool events none
+    assert (row.outcome is not None) == (row.event in ("Stop", "SubagentStop"))
     assert out["decision"] == row.decision
     assert out["reason"] == row.reason
     assert out["forcedStop"] is row.forced
@@ -1010,7 +1058,8 @@ async def test_unknown_context_fields_reach_hooks() -> None:
 
 async def test_gate_keeps_the_count_per_session_until_forced(tmp_path: Path) -> None:
     judge = ScriptedJudge()
-    config = config_from_data({"hooks": {"Stop": [prompt("reject: Add the summary.")]}})
+    # (the same answer each time: repeats keeps the loop from ending as stalled)
+    config = config_from_data({"hooks": {"Stop": [prompt("reject: Add the summary.", repeats=25)]}})
     store = Store(tmp_path / "state.db")
     gate = Gate(Engine(config, judge=judge), store=store, audit=AuditLog(tmp_path / "data"))
     bare = {"hook_event_name": "Stop", "final_output": "Done."}  # the caller keeps no count
@@ -1047,7 +1096,7 @@ async def test_gate_sessions_are_independent_and_context_session_id_is_used(tmp_
 
 
 async def test_gate_uses_the_larger_of_the_given_and_stored_counts(tmp_path: Path) -> None:
-    config = config_from_data({"hooks": {"Stop": [prompt("reject: more")]}})
+    config = config_from_data({"hooks": {"Stop": [prompt("reject: more", repeats=25)]}})
     store = Store(tmp_path / "s.db")
     gate = Gate(Engine(config, judge=ScriptedJudge()), store=store)
     first = await gate.decide("Stop", stop_ctx(0), session_id="s")
@@ -1101,7 +1150,7 @@ async def test_gate_concurrent_rounds_of_one_session_run_one_at_a_time(tmp_path:
             inside -= 1
             return PromptVerdict(ok=False, reason="more")
 
-    config = config_from_data({"hooks": {"Stop": [prompt("reject: more", maxRejections=25)]}})
+    config = config_from_data({"hooks": {"Stop": [prompt("reject: more", maxRejections=25, repeats=25)]}})
     store = Store(tmp_path / "s.db")
     gate = Gate(Engine(config, judge=SlowRejecter()), store=store)
     decisions = await asyncio.gather(*(gate.decide("Stop", stop_ctx(), session_id="s") for _ in range(5)))
@@ -1123,3 +1172,37 @@ async def test_a_failed_prompt_hook_still_reports_the_model_it_tried() -> None:
     assert hook.error == "OPENAI_API_KEY is not set"
     assert hook.model == "openai:gpt-5.4-mini"
     assert decision.decision == "allow" and hook.usage is None
+
+
+async def test_a_rewrite_that_changes_nothing_is_no_rewrite() -> None:
+    same = {"command": "ls -la", "description": "list"}
+    reordered = {"description": "list", "command": "ls -la"}
+    there, back = {"command": "ls"}, same
+    cases = [
+        ([cmd(says({"hookSpecificOutput": {"updatedInput": reordered}}), matcher="*")], None),
+        (
+            [
+                cmd(says({"hookSpecificOutput": {"updatedInput": there}}), matcher="*"),
+                cmd(says({"hookSpecificOutput": {"updatedInput": back}}), matcher="*"),
+            ],
+            None,  # rewritten and rewritten back: the call is the one the agent made
+        ),
+        (
+            [cmd(says({"hookSpecificOutput": {"updatedInput": {**same, "timeout": 5}}}), matcher="*")],
+            "changed",
+        ),
+        (
+            [
+                cmd(
+                    says({"hookSpecificOutput": {"updatedInput": {"command": "ls -la", "description": 1}}}),
+                    matcher="*",
+                )
+            ],
+            "changed",
+        ),
+    ]
+    for hooks, expected in cases:
+        engine = Engine(config_from_data({"hooks": {"PreToolUse": hooks}}), judge=ScriptedJudge())
+        out = (await engine.evaluate("PreToolUse", pre_ctx(tool_input=same))).to_json()
+        assert out["decision"] == "allow"
+        assert ("updatedInput" in out) == (expected == "changed"), hooks

@@ -27,7 +27,8 @@ class Rejecter:
 
 
 def stop_gate(tmp_path: Path, max_rejections: int = 5) -> Gate:
-    hook = {"type": "prompt", "prompt": "judge", "maxRejections": max_rejections}
+    # (the same answer again and again: repeats keeps these loops from ending as stalled)
+    hook = {"type": "prompt", "prompt": "judge", "maxRejections": max_rejections, "repeats": 25}
     config = config_from_data({"hooks": {"Stop": [hook], "SubagentStop": [hook]}})
     return Gate(Engine(config, judge=Rejecter()), store=Store(tmp_path / "state.db"))
 

@@ -409,7 +409,7 @@ async def test_stop_gate_openai_messages_forced_stop() -> None:
     assert "TOOL RESULT [call_1]: 4°C, rain" in judge.transcripts[0]
 
     messages.append(first.message("openai"))  # type: ignore[arg-type]
-    second = await gate.check("Rainy.", messages)
+    second = await gate.check("Rainy, 4°C.", messages)  # (another answer: not a stalled loop)
     assert second.stop and second.forced
     assert second.reason == "Cite the source of the weather data."
     assert second.rejection_count == 2
@@ -420,14 +420,14 @@ async def test_stop_gate_counts_per_session_and_in_a_store(tmp_path: Path) -> No
     judge = TranscriptJudge(always_reject=True)
     store = Store(tmp_path / "state.sqlite")
     gate = StopGate(stop_engine(judge, max_rejections=3), store=store)
-    await gate.check("draft", [], session_id="x")
-    await gate.check("draft", [], session_id="y")
-    await gate.check("draft", [], session_id="x")
+    await gate.check("draft 1", [], session_id="x")
+    await gate.check("draft 1", [], session_id="y")
+    await gate.check("draft 2", [], session_id="x")
     assert store.rejection_count("x") == 2 and store.rejection_count("y") == 1
 
     # A new StopGate (e.g. after a restart) continues from the stored count.
     restarted = StopGate(stop_engine(judge, max_rejections=3), store=store)
-    verdict = await restarted.check("draft", [], session_id="x")
+    verdict = await restarted.check("draft 3", [], session_id="x")
     assert verdict.forced and verdict.stop
     assert store.rejection_count("x") == 0
 

@@ -115,6 +115,7 @@ def test_stop_gates_on_several_threads_share_one_store(tmp_path: Path) -> None:
         "prompt": "Done? $ARGUMENTS",
         "model": "fake:block:Run the tests.",
         "maxRejections": 9,
+        "repeats": 9,  # (the same answer each time: not to end as stalled)
     }
     engine = Engine(config_from_data({"hooks": {"Stop": [hook]}}))
     store = Store(tmp_path / "state.sqlite")
@@ -135,3 +136,85 @@ def test_stop_gates_on_several_threads_share_one_store(tmp_path: Path) -> None:
         thread.join(timeout=60)
     assert sorted(results) == [1, 2, 3, 4]
     assert store.rejection_count("s1") == 4 and time.monotonic() - started < 30
+
+
+# --------------------------------------------------------------------------- loops that end honestly
+
+
+class Scripted:
+    """Impossible for answers saying "key?", the same rejection for everything else."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def evaluate(self, request: PromptRequest) -> PromptVerdict:
+        self.calls += 1
+        if "key?" in str(request.context.get("final_output")):
+            return PromptVerdict(ok=False, impossible=True, reason="Ask the user for the deploy key.")
+        return PromptVerdict(ok=False, reason="Deploy it first.")
+
+
+def scripted_gate(store: Store | None = None, **hook: object) -> tuple[StopGate, Scripted]:
+    judge = Scripted()
+    config = config_from_data(
+        {"hooks": {"Stop": [{"prompt": "Done? $ARGUMENTS", "maxRejections": 5, **hook}]}}
+    )
+    return StopGate(Engine(config, judge=judge), SessionFacts(session_id="s"), store=store), judge
+
+
+async def test_an_impossible_verdict_stops_the_loop_and_tells_the_user() -> None:
+    gate, _ = scripted_gate()
+    verdict = await gate.check("Which deploy key?")
+    assert (verdict.stop, verdict.forced, verdict.outcome, verdict.feedback) == (
+        True,
+        False,
+        "impossible",
+        None,
+    )
+    assert verdict.notice == (
+        "Stop impossible: the judge says this cannot be finished without you: "
+        "Ask the user for the deploy key."
+    )
+    assert gate.rejection_count() == 0  # nothing counted
+
+
+async def test_a_stalled_loop_stops_in_memory_and_in_a_store(tmp_path: Path) -> None:
+    gate, _ = scripted_gate()
+    first = await gate.check("Deployed? Not yet.")
+    second = await gate.check("deployed?  NOT yet.")
+    assert (first.outcome, first.stop, second.outcome, second.stop) == ("rejected", False, "stalled", True)
+    assert second.notice is not None and second.notice.startswith(
+        "Stop stalled: the agent gave the same answer"
+    )
+    assert second.notice.endswith("Unresolved: Deploy it first.")
+    assert gate.rejection_count() == 0 and (await gate.check("Deployed? Not yet.")).outcome == "rejected"
+
+    store = Store(tmp_path / "state.sqlite")
+    durable, _ = scripted_gate(store, repeats=1)
+    assert (await durable.check("Not yet.")).outcome == "rejected"
+    restarted, _ = scripted_gate(store, repeats=1)  # a restart keeps the loop's last rejection
+    assert (await restarted.check("Not yet.")).outcome == "rejected"  # the one repeat tolerated
+    assert (await restarted.check("Not yet.")).outcome == "stalled"
+
+
+async def test_a_stop_while_background_tasks_run_is_deferred() -> None:
+    gate, judge = scripted_gate()
+    task = {"id": "b1", "type": "shell", "status": "running", "command": "make test"}
+    verdict = gate.check_sync("Tests started; I will report back.", background_tasks=[task])
+    assert (verdict.stop, verdict.outcome, judge.calls) == (True, "deferred", 0)
+    assert verdict.notice == (
+        "Stop deferred: 1 prompt hook(s) not run while background tasks run; "
+        "the stop after that work ends is judged"
+    )
+    judging, judge = scripted_gate(backgroundTasks="judge")
+    assert (await judging.check("Tests started.", background_tasks=[task])).outcome == "rejected"
+    assert judge.calls == 1
+
+
+async def test_a_hook_error_that_lets_the_stop_through_is_named_in_the_notice() -> None:
+    verdict = await StopGate(stop_config()).check("The answer.")
+    assert verdict.outcome == "failed_open"
+    assert verdict.notice == (
+        "Stop failed_open: Stop hook agent[0] (prompt) failed: OPENAI_API_KEY is not set "
+        "(needed for openai:gpt-x) -> allow (its failMode)"
+    )

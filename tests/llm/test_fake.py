@@ -31,6 +31,18 @@ async def test_fixed_modes_need_no_key(model, ok, reason):
     assert (verdict.ok, verdict.reason, verdict.model) == (ok, reason, model)
 
 
+@pytest.mark.parametrize(
+    ("model", "reason"),
+    [
+        ("fake:impossible", "The fake judge (fake:impossible) says this needs the user."),
+        ("fake:impossible:Ask for the key.", "Ask for the key."),
+    ],
+)
+async def test_the_impossible_mode_answers_impossible(model, reason):
+    verdict = await LLMJudge(env={}).evaluate(request(model=model))
+    assert (verdict.ok, verdict.impossible, verdict.reason) == (False, True, reason)
+
+
 async def test_fake_through_tier_env():
     judge = LLMJudge(env={"JUDGE_MODEL_REASONINGFAST": "fake:allow"})
     assert (await judge.evaluate(request())).model == "fake:allow"

@@ -91,6 +91,38 @@ async def test_reasonless_block_is_returned_as_is(server, fmt):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
+async def test_an_impossible_verdict_reaches_the_engine_as_impossible(server, fmt):
+    reason = "Only the user can give the deploy key."
+    server.push(say(json.dumps({"ok": False, "impossible": True, "reason": reason})))
+    result = await judge_for(server, fmt).evaluate(make_request())
+    assert (result.ok, result.impossible, result.reason) == (False, True, reason)
+    assert '{"ok": false, "impossible": true, "reason": "..."}' in server.requests[0].system
+    assert "cannot be finished without the user" in server.requests[0].system
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_an_approval_that_says_impossible_is_not_a_verdict(server, fmt):
+    server.push(say('{"ok": true, "impossible": true}'), verdict(True))
+    result = await judge_for(server, fmt).evaluate(make_request())
+    assert (result.ok, result.impossible) == (True, False)
+    assert len(server.requests) == 2 and REPAIR_PROMPT in server.requests[1].text
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+async def test_the_answer_schema_offers_impossible(server, fmt):
+    server.push(say('{"ok": false, "reason": "more", "impossible": null}'))
+    result = await judge_for(server, fmt).evaluate(make_request())
+    assert (result.ok, result.impossible) == (False, False)
+    key = "response_format" if fmt == "openai" else "output_config"
+    schema = server.requests[0].body[key]
+    schema = schema["json_schema"]["schema"] if fmt == "openai" else schema["format"]["schema"]
+    # (a local server gets two shapes: an allow with only "ok", and a block)
+    (block,) = [shape for shape in schema.get("anyOf", [schema]) if "reason" in shape["properties"]]
+    assert block["properties"]["impossible"]["type"] in ("boolean", ["boolean", "null"])
+    assert "without the user" in block["properties"]["impossible"]["description"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
 async def test_structured_output_is_requested(server, fmt):
     await judge_for(server, fmt).evaluate(make_request())
     body = server.requests[0].body

@@ -59,6 +59,7 @@ def test_stop_block_continues_then_the_stop_is_forced(session: ClaudeSession) ->
         "type": "prompt",
         "model": f"fake:block:{reason}",
         "maxRejections": 3,
+        "repeats": 3,  # (the scripted agent repeats "All done.": counted, not a stalled loop)
         "prompt": "Judge $ARGUMENTS",
     }
     session.judge_config = {"hooks": {"Stop": [hook]}}
@@ -68,7 +69,7 @@ def test_stop_block_continues_then_the_stop_is_forced(session: ClaudeSession) ->
     assert len(requests) == 3, result.explain()
     assert reason not in hook_notes(requests[0])
     assert reason in hook_notes(requests[1]) and reason in hook_notes(requests[2])
-    assert "stop forced" in result.stdout
+    assert "judge: Stop forced: allowed after" in result.stdout
 
 
 def test_an_agent_that_empties_the_judge_config_is_still_judged(session: ClaudeSession) -> None:
@@ -86,7 +87,7 @@ def test_an_agent_that_empties_the_judge_config_is_still_judged(session: ClaudeS
     assert session.config_path.read_text() == "hooks: {}\n"  # the agent's edit happened
     assert any(reason in hook_notes(request) for request in result.agent_requests), result.explain()
     assert "changed during this session" in result.stdout
-    assert "stop forced" in result.stdout
+    assert "judge: Stop forced: allowed after" in result.stdout
 
 
 def test_an_agent_that_resumes_its_own_session_after_the_edit_is_still_judged(session: ClaudeSession) -> None:
@@ -94,7 +95,7 @@ def test_an_agent_that_resumes_its_own_session_after_the_edit_is_still_judged(se
     runs inside the agent's session, so its SessionStart keeps the pin."""
     reason = "Run the tests before you stop."
     session.events = ("SessionStart", "Stop")
-    hook = {"type": "prompt", "model": f"fake:block:{reason}", "maxRejections": 2}
+    hook = {"type": "prompt", "model": f"fake:block:{reason}", "maxRejections": 2, "repeats": 2}
     hook["prompt"] = "Judge $ARGUMENTS"
     session.judge_config = {"hooks": {"Stop": [hook]}}
     claude, settings = shlex.quote(str(session.claude)), shlex.quote(str(session.settings_path))
@@ -103,7 +104,9 @@ def test_an_agent_that_resumes_its_own_session_after_the_edit_is_still_judged(se
     result = session.run("fix the bug", [tool("Bash", "t1", command=edit), say("Fixed, I think.")])
     assert result.returncode == 0, result.explain()
     assert session.config_path.read_text() == "hooks: {}\n"
-    assert "stop forced" in result.stdout, result.explain()  # the top session's gate held
+    assert "judge: Stop forced: allowed after" in result.stdout, (
+        result.explain()
+    )  # the top session's gate held
 
 
 def test_a_user_turn_the_agent_writes_into_its_transcript_is_not_the_users(session: ClaudeSession) -> None:
@@ -187,11 +190,11 @@ def test_the_second_stop_starts_from_what_the_first_learned_about_the_judge_serv
     assert "LINKER-ERROR-7 is still in the log" in hook_notes(result.agent_requests[2])
     memo = json.loads((session.state_path.parent / "server-features.json").read_text())
     assert [entry["off"] for entry in memo["servers"].values()] == [["required_tool_choice"]]
-    # What the second judgement read: the first one's reason, relayed by Claude Code as a
-    # meta user turn, is labelled as hook feedback (not the user's words), and shown once.
+    # What the second judgement read: the first one's reason, given to the agent as the Stop
+    # hook's additional context, is labelled as the hook's (not the user's words), and shown once.
     (rendered,) = (session.state_path.parent / "render-cache").glob("*.txt")
     text = rendered.read_text()
-    assert "HOOK FEEDBACK (relayed to the agent): Stop hook feedback:" in text, text
+    assert "HOOK CONTEXT (Stop): Not finished yet: the Stop check (judge) sends you back" in text, text
     assert text.count("LINKER-ERROR-7 is still in the log.") == 1 and "USER (meta)" not in text, text
 
 
@@ -205,7 +208,10 @@ def test_a_judge_that_could_not_run_is_shown_to_the_user(session: ClaudeSession)
     assert len(result.agent_requests) == 1  # allowed: the agent stopped
     shown = [json.loads(line) for line in result.stdout.splitlines() if "could not run" in line]
     assert shown and shown[0]["type"] == "system", result.explain()
-    assert "judge: Stop hook agent[0] (prompt, fake:error) could not run: " in shown[0]["content"]
+    assert (
+        "judge: Stop failed_open: Stop hook agent[0] (prompt, fake:error) could not run: "
+        in shown[0]["content"]
+    )
     assert shown[0]["content"].endswith("-> allow (its failMode)")
 
 
@@ -242,7 +248,8 @@ def _validate(session: ClaudeSession) -> str:
 
 def _always_block(session: ClaudeSession, max_rejections: int) -> None:
     session.events = ("Stop",)
-    hook = {"type": "prompt", "model": "fake:block:Not yet.", "maxRejections": max_rejections}
+    # (the scripted agent says "All done." each time: repeats keeps the loop from ending as stalled)
+    hook = {"type": "prompt", "model": "fake:block:Not yet.", "maxRejections": max_rejections, "repeats": 25}
     session.judge_config = {"hooks": {"Stop": [{**hook, "prompt": "Judge $ARGUMENTS"}]}}
 
 
@@ -253,7 +260,7 @@ def test_max_rejections_up_to_one_above_the_block_cap_takes_effect(session: Clau
     result = session.run("work", [])
     assert result.returncode == 0, result.explain()
     assert len(result.agent_requests) == 9
-    assert "stop forced" in result.stdout
+    assert "judge: Stop forced: allowed after" in result.stdout
     assert "overriding and ending turn" not in result.stdout
     assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" not in _validate(session)
 
@@ -268,7 +275,7 @@ def test_max_rejections_above_claude_codes_block_cap(session: ClaudeSession) -> 
     assert capped.returncode == 0, capped.explain()
     assert len(capped.agent_requests) == 9
     assert "overriding and ending turn" in capped.stdout
-    assert "stop forced" not in capped.stdout
+    assert "Stop forced" not in capped.stdout
     warnings = _validate(session)
     assert "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP" in warnings, warnings
 
@@ -277,7 +284,7 @@ def test_max_rejections_above_claude_codes_block_cap(session: ClaudeSession) -> 
     raised = session.run("work", [])
     assert raised.returncode == 0, raised.explain()
     assert len(raised.agent_requests) == 12
-    assert "stop forced" in raised.stdout
+    assert "judge: Stop forced: allowed after" in raised.stdout
 
 
 def test_stop_hooks_read_hook_feedback_and_both_ends_of_long_tool_output(session: ClaudeSession) -> None:

@@ -29,6 +29,7 @@ CONFIG = {
                 "model": "fake:block:Add the test results.",
                 "prompt": "Is the answer complete? $ARGUMENTS",
                 "maxRejections": N,
+                "repeats": N,  # (the same answer each time: counted, not a stalled loop)
             },
             {"type": "command", "command": "cat > /dev/null; sleep 0.5"},
         ]
@@ -103,7 +104,7 @@ def test_concurrent_claude_code_stops_of_one_session_count_in_order(tmp_path: Pa
     answers = [json.loads(out) for out in outs]
     # Claude Code's output: N-1 blocks, and one forced stop (Claude may stop, with a note)
     blocked = [a for a in answers if a.get("decision") == "block"]
-    forced = [a for a in answers if f"stop forced after {N} rejection" in a.get("systemMessage", "")]
+    forced = [a for a in answers if f"Stop forced: allowed after {N} rejection" in a.get("systemMessage", "")]
     assert len(blocked) == N - 1 and len(forced) == 1, answers
     assert "decision" not in forced[0]
 

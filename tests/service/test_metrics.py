@@ -56,7 +56,8 @@ def value(text: str, name: str, **labels: str) -> float:
 def drive(service: Service) -> None:
     stop = {"session_id": "s1", "final_output": "not yet"}
     assert service.request("POST", "/api/v2/hooks/Stop", stop)[1]["decision"] == "block"
-    assert service.request("POST", "/api/v2/hooks/Stop", stop)[1]["forcedStop"] is True
+    again = {**stop, "final_output": "almost"}  # (another answer: forced at maxRejections, not stalled)
+    assert service.request("POST", "/api/v2/hooks/Stop", again)[1]["forcedStop"] is True
     done = {"session_id": "s2", "final_output": "DONE", "agent_name": "reviewer"}
     assert service.request("POST", "/api/v2/hooks/Stop", done)[1]["decision"] == "block"
     tool = {"tool_name": "Bash", "tool_input": {"command": "ls"}}
@@ -69,6 +70,11 @@ def check(text: str) -> None:
     assert value(text, "judge_decisions_total", event="Stop", agent="", outcome="forced_stop") == 1
     assert value(text, "judge_decisions_total", event="Stop", agent="reviewer", outcome="block") == 1
     assert value(text, "judge_forced_stops_total", event="Stop") == 1
+    assert value(text, "judge_stop_outcomes_total", event="Stop", agent="", outcome="rejected") == 1
+    assert value(text, "judge_stop_outcomes_total", event="Stop", agent="", outcome="forced") == 1
+    assert value(text, "judge_stop_outcomes_total", event="Stop", agent="reviewer", outcome="rejected") == 1
+    assert value(text, "judge_stop_outcomes_total", outcome="approved") == 0
+    assert value(text, "judge_stop_outcomes_total", event="PreToolUse") == 0  # Stops only
     assert value(text, "judge_hook_results_total", event="Stop", hook="custom[0]", outcome="allow") == 1
     assert value(text, "judge_hook_results_total", event="Stop", hook="agent[0]", outcome="block") == 3
     assert value(text, "judge_hook_errors_total", event="PreToolUse", hook="agent[0]", type="command") == 1

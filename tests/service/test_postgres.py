@@ -28,6 +28,7 @@ hooks:
       model: "fake:block:Add the test results."
       prompt: "Is the answer complete? $ARGUMENTS"
       maxRejections: {MAX_REJECTIONS}
+      repeats: {MAX_REJECTIONS}  # (the same answer each time: counted, not a stalled loop)
     - type: command
       command: "cat > /dev/null; sleep 0.2"
 """

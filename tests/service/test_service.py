@@ -365,8 +365,8 @@ def test_oversized_chunked_body_refused_while_reading(main: Service) -> None:
 def test_stop_gate_forced_through_at_max_rejections(main: Service) -> None:
     body = {"final_output": "Done, I think.", "session_id": "loop-1"}
     seen = []
-    for _ in range(4):
-        status, decision = main.api("POST", "/api/v2/hooks/Stop", body)
+    for i in range(4):  # (a new answer each time: a loop that is not stalled)
+        status, decision = main.api("POST", "/api/v2/hooks/Stop", {**body, "final_output": f"Done ({i})."})
         assert status == 200
         seen.append((decision["decision"], decision["forcedStop"], decision["rejectionCount"]))
     # maxRejections 3: sent back twice, the third rejection ends the loop; then a new loop starts.

@@ -61,6 +61,9 @@ def test_summary_rates_reasons_forced_stops_and_timeline() -> None:
     ]
     assert [r["ts"] for r in s["recent"]][:2] == ["2026-11-30T09:00:00.000Z", "2026-11-30T12:00:02.000Z"]
     assert s["recentForcedStops"][0]["reason"] == "unresolved"
+    assert s["outcomes"] == {}  # (records written before Stops had outcomes)
+    later = summarize([*records, rec("2026-11-30T12:00:03.000Z", outcome="stalled")], now)
+    assert later["outcomes"] == {"stalled": 1}
     minutes = {p["minute"]: p for p in s["timeline"]}
     assert len(minutes) == 60
     assert minutes["2026-11-30T11:58:00Z"] == {
@@ -140,7 +143,8 @@ def drive(service: Service) -> None:
     stop = {"session_id": "s1", "final_output": "done?"}
     post = "POST"
     assert service.request(post, "/api/v2/hooks/Stop", stop, token=TOKEN)[1]["decision"] == "block"
-    assert service.request(post, "/api/v2/hooks/Stop", stop, token=TOKEN)[1]["forcedStop"] is True
+    again = {**stop, "final_output": "done now?"}  # (another answer: forced, not stalled)
+    assert service.request(post, "/api/v2/hooks/Stop", again, token=TOKEN)[1]["forcedStop"] is True
     tool = {"tool_name": "Bash", "tool_input": {"command": "ls"}}
     assert service.request(post, "/api/v2/hooks/PreToolUse", tool, token=TOKEN)[1]["decision"] == "block"
 
@@ -168,6 +172,7 @@ def test_the_page_is_public_and_its_data_needs_the_token(service: Service) -> No
     status, _, body = get(service, "/api/v2/ui/summary", TOKEN)
     summary = json.loads(body)
     assert status == 200 and (summary["decisions"], summary["blocks"], summary["forcedStops"]) == (3, 2, 1)
+    assert summary["outcomes"] == {"rejected": 1, "forced": 1}  # (a PreToolUse has none)
     assert {(h["event"], h["hook"], h["errorRate"]) for h in summary["hooks"]} == {
         ("Stop", "agent[0]", 0.0),
         ("PreToolUse", "agent[0]", 1.0),
@@ -202,7 +207,8 @@ def test_a_real_browser_renders_the_live_view(service: Service, tmp_path: Path) 
     url = f"http://127.0.0.1:{service.port}/ui#token={TOKEN}"
     dom = chromium("--dump-dom", url)
     assert 'id="t-decisions">3<' in dom and 'id="t-forced">1<' in dom
-    assert "tests are missing" in dom and "forced stop" in dom
+    assert "tests are missing" in dom and "let through at maxRejections" in dom  # how the stops ended
+    assert '<td class="forced">forced</td>' in dom and '<td class="block">rejected</td>' in dom
     assert "PreToolUse" in dom and "100.0%" in dom  # the failing PreToolUse hook's error rate
     assert dom.count('data-kind="blocks"') >= 1  # the timeline drew this minute's blocks
     # The judge's reason carried markup: it is shown as text, never made an element.

@@ -66,6 +66,24 @@ def test_a_cache_newer_than_this_judge_is_refused_and_an_old_one_kept(tmp_path: 
     assert _version(older) == latest_version(SQLITE_CACHE)
 
 
+def test_a_state_file_of_version_1_keeps_its_counts_and_gains_the_last_rejection(tmp_path: Path) -> None:
+    path = tmp_path / "state.sqlite"
+    with sqlite3.connect(path) as db:
+        migrate_sqlite(db, SQLITE_STATE[:1], "f")
+        db.execute("INSERT INTO rejections VALUES ('s1', 2, 0)")
+    assert _version(path) == 1
+    store = SQLiteStore(path)
+    assert store.stop_loop("s1") == (2, None)
+    from judge.state import StopMemory
+
+    assert store.record_rejection("s1", 1, StopMemory("a" * 64, "b" * 64, 1)) == 3
+    assert store.stop_loop("s1") == (3, StopMemory("a" * 64, "b" * 64, 1))
+    store.reset("s1")
+    assert store.stop_loop("s1") == (0, None)
+    store.close()
+    assert _version(path) == latest_version(SQLITE_STATE) == 2
+
+
 def test_each_migration_is_applied_once_and_a_failed_one_leaves_the_file_as_it_was(tmp_path: Path) -> None:
     from judge.state.migrations import Migration
 

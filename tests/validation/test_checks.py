@@ -97,8 +97,8 @@ ERRORS = [
         stop("Check the final answer.", "      model: fake:replies.json\n"),
         [
             "hooks.Stop[0].model: unknown fake model 'fake:replies.json': use fake:allow, "
-            "fake:block[:reason], fake:reasonless, fake:error, fake:heuristic, fake:optimizer "
-            "or fake:<script.json|yaml> (no such file)"
+            "fake:block[:reason], fake:reasonless, fake:impossible[:reason], fake:error, fake:heuristic, "
+            "fake:optimizer or fake:<script.json|yaml> (no such file)"
         ],
     ),
     Case(
@@ -193,6 +193,15 @@ WARNINGS = [
         ],
         code=0,
     ),
+    Case(
+        "repeats that the loop's maxRejections never reaches",
+        stop("Check the final answer.", "      repeats: 2\n"),
+        [
+            "warning: hooks.Stop[0].repeats: 2 identical repeats cannot happen within maxRejections 3: the "
+            "loop is forced first and never ends as stalled (at most 1 can)"
+        ],
+        code=0,
+    ),
 ]
 
 
@@ -253,6 +262,14 @@ def test_serve_starts_with_warnings_and_prints_them(
     settings = settings_from_args(args)
     assert settings.config.hooks.Stop[0].max_rejections == 12
     assert capsys.readouterr().err.splitlines() == [f"{path}: {line}" for line in WARNINGS[0].lines]
+
+
+def test_repeats_are_weighed_against_the_largest_max_rejections_of_their_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = stop("Check the final answer.", "      repeats: 2\n")
+    text += "    - prompt: 'Check the final answer. $ARGUMENTS'\n      maxRejections: 4\n"
+    assert validate(write(tmp_path, Case("ok", text, [])), capsys, "--strict")[:2] == (0, [])
 
 
 def test_block_cap_follows_claude_codes_variable(

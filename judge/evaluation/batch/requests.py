@@ -34,13 +34,14 @@ from judge.evaluation.batch.status import BatchSetupError
 from judge.evaluation.cache import cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case, Suite
+from judge.hooks.answers import answer_from_object
 from judge.hooks.engine import Engine
 from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.llm.instructions import NO_TOOLS, SYSTEM_PROMPT, TRANSCRIPT_TAG, delimit_context, user_prompt
 from judge.llm.prompts import judged_context, render_prompt
 from judge.llm.providers.base import Message, SDKProvider, without_surrogates
 from judge.llm.tiers import resolve_model
-from judge.llm.verdicts import find_verdict
+from judge.llm.verdicts import find_verdict_object
 from judge.transcripts import prepare_transcript
 
 MAX_TRANSCRIPT_ENV = "JUDGE_BATCH_MAX_TRANSCRIPT_CHARS"
@@ -289,7 +290,7 @@ def read_answer(provider: SDKProvider, data: object) -> PromptVerdict:
 
     A batch request gets no repair turn: an answer without a verdict is a hook error."""
     completion = provider.completion(data)
-    found = find_verdict(completion.text)
+    found = find_verdict_object(completion.text)
     if found is None:
         snippet = completion.text.strip()[:200].replace("\n", "\\n")
         raise HookError(
@@ -297,5 +298,8 @@ def read_answer(provider: SDKProvider, data: object) -> PromptVerdict:
             model=provider.label,
             usage=completion.usage,
         )
-    ok, reason = found
-    return PromptVerdict(ok=ok, reason=reason, model=provider.label, usage=completion.usage)
+    ok, reason, verdict = found
+    impossible = answer_from_object(verdict).impossible
+    return PromptVerdict(
+        ok=ok, reason=reason, impossible=impossible, model=provider.label, usage=completion.usage
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.evaluation.reports.cascade import cascade_html
+from judge.evaluation.reports.junit import said
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
 from judge.files import open_regular
@@ -52,6 +53,7 @@ _HEADLINE = (
     ("allowRate", "allow rate"),
     ("errorRate", "error rate"),
     ("flipRate", "flip rate"),
+    ("impossibleRate", "impossible rate"),
 )
 
 
@@ -80,6 +82,19 @@ def _cards(report: dict[str, Any]) -> str:
             f'<div class="ci">{ci_text}</div></div>'
         )
     return '<div class="cards">' + "".join(out) + "</div>"
+
+
+def _outcomes(report: dict[str, Any]) -> str:
+    """How the stops ended (Stop suites): one row per outcome seen."""
+    outcomes = report.get("outcomes") or {}
+    if not outcomes:
+        return ""
+    rows = "".join(f"<tr><td>{_e(name)}</td><td class=num>{n}</td></tr>" for name, n in outcomes.items())
+    return (
+        "<h2>Stop outcomes</h2><table><tr><th>outcome</th><th>judgements</th></tr>" + rows + "</table>"
+        "<p class=sub>forced and impossible are scored as the block they are: "
+        "the work was not done.</p>"
+    )
 
 
 def _confusion(report: dict[str, Any]) -> str:
@@ -158,8 +173,7 @@ def _item(r: CaseResult, case: Case | None, base_dir: Path, kind: str) -> str:
     elif kind == "disagreement":
         parts.append(
             f' — label <span class="{_e(r.label)}">{_e(r.label)}</span>, '
-            f'judge <span class="{_e(r.verdict)}">{_e(r.verdict)}</span>'
-            + (" (the stop was forced through by maxRejections)" if r.forced_stop else "")
+            f'judge <span class="{_e(r.verdict)}">{_e(said(r))}</span>'
         )
         parts.append(f"<p><b>Judge's reason:</b> {_e(r.reason) or '<i>none given</i>'}</p>")
     else:
@@ -233,6 +247,7 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         f"p90 {_fmt(latency.get('p90'))} ms, p99 {_fmt(latency.get('p99'))} ms</p>",
         "<h2>Headline</h2>",
         _cards(report),
+        _outcomes(report),
         "<h2>Confusion matrix</h2>",
         _confusion(report),
         cascade_html(report),

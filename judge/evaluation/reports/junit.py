@@ -3,7 +3,8 @@
 * a case whose judgement errored (in any repeat) gets an ``<error>``;
 * a labelled case fails when a repeat's verdict differs from its label;
 * an unlabelled case fails when a repeat blocks (the gate would have sent the agent back);
-* a Stop forced through by ``maxRejections`` counts as the block it is, as in ``report.json``;
+* a Stop forced through by ``maxRejections``, or judged impossible without the user,
+  counts as the block it is, as in ``report.json`` (and says so);
 * otherwise it passes. The judge's reasons go in the message and ``<system-out>``.
 
 The shape is the one CI tools read: ``<testsuites>`` with one ``<testsuite>``, both
@@ -31,7 +32,18 @@ def _seconds(ms: float) -> str:
 
 def _said(r: CaseResult) -> str:
     """What the judge decided, as a person reads it."""
-    return "block (the stop was forced through by maxRejections)" if r.forced_stop else str(r.decision)
+    return said(r)
+
+
+def said(r: CaseResult) -> str:
+    """What the judge decided, as a person reads it (a loop it ended says how)."""
+    if r.forced_stop or r.outcome == "forced":
+        return "block (the stop was forced through by maxRejections)"
+    if r.outcome == "impossible":
+        return "block (impossible: the work cannot be finished without the user)"
+    if r.outcome == "stalled":
+        return "block (stalled: the same answer rejected for the same reason again)"
+    return str(r.decision)
 
 
 def build_junit(results: list[CaseResult], name: str) -> ET.Element:

@@ -171,7 +171,7 @@ def _tool_fields(hook_input: ClaudeCodeInput) -> dict[str, Any]:
         ctx["mcp_server"] = _clipped(hook_input.mcp_server)
     if isinstance(hook_input.duration_ms, int | float) and not isinstance(hook_input.duration_ms, bool):
         ctx["duration_ms"] = hook_input.duration_ms
-    for name in ("command_name", "command_source"):  # a skill's shell command
+    for name in ("command_name", "command_source", "invoked_by"):  # a skill's shell command
         value = getattr(hook_input, name)
         if isinstance(value, str) and value:
             ctx[name] = _clipped(value)

@@ -16,15 +16,21 @@ failMode decides, and the user is told.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from judge.config import Config, Hook, load_config
+from judge.config import STOP_EVENTS, Config, Hook, load_config
 from judge.decision import Decision
 from judge.errors import ConfigError
 from judge.integrations.claude_code.answer import warn
 from judge.integrations.claude_code.context import probe_context
 from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
-from judge.integrations.claude_code.output import adapter_failure_output, claude_code_output, with_note
+from judge.integrations.claude_code.output import (
+    adapter_failure_output,
+    claude_code_output,
+    unchecked,
+    with_note,
+)
 from judge.integrations.claude_code.protocol import (
     DEFAULT_REWRITE_MODE,
     HANDLED_EVENTS,
@@ -33,6 +39,7 @@ from judge.integrations.claude_code.protocol import (
     RewriteMode,
     head_fields,
 )
+from judge.integrations.claude_code.versions import StopForm, session_version, stop_feedback_form
 from judge.validation import runnable
 
 
@@ -57,8 +64,9 @@ def fail_mode_output(
     """
     event = hook_input.config_event
     if not any(h.fails_closed(event) for _, _, h in hooks):
-        return {"systemMessage": f"judge: {problem}; not checked"}
-    decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}")
+        return {"systemMessage": f"judge: {unchecked(event, problem)}"}
+    outcome = "failed_closed" if event in STOP_EVENTS else None
+    decision = Decision(event=event, decision="block", reason=f"Hook error: {problem}", outcome=outcome)
     out = answer_for(decision, hook_input, rewrite)
     assert out is not None  # a block always has an answer
     return out
@@ -67,7 +75,13 @@ def fail_mode_output(
 def answer_for(
     decision: Decision, hook_input: ClaudeCodeInput, rewrite: RewriteMode
 ) -> dict[str, Any] | None:
-    """Claude Code's answer for ``decision`` on this input (``None``: print nothing)."""
+    """Claude Code's answer for ``decision`` on this input (``None``: print nothing). A Stop
+    rejection continues the turn in the form the session's Claude Code understands (its
+    version read from the transcript's rows)."""
+    form: StopForm = "block"
+    if decision.decision == "block" and hook_input.config_event in STOP_EVENTS:
+        path = hook_input.transcript_path or hook_input.agent_transcript_path
+        form = stop_feedback_form(session_version(Path(path).expanduser() if path else None))
     return claude_code_output(
         decision,
         hook_input.hook_event_name,
@@ -75,6 +89,7 @@ def answer_for(
         hook_input.tool_name,
         hook_input.tool_input,
         hook_input.tool_response,
+        stop_form=form,
     )
 
 

@@ -1,7 +1,11 @@
 """What ``judge claude-code`` prints: Claude Code's JSON answer for a judge decision.
 
-* Stop / SubagentStop: ``{"decision": "block", "reason": ...}`` sends the agent back;
-  nothing lets it stop; ``{"systemMessage": ...}`` tells the user a stop was forced.
+* Stop / SubagentStop: a rejection sends the agent back - on Claude Code 2.1.163 and later
+  as ``hookSpecificOutput.additionalContext`` (the agent reads the reason once, without
+  judge's command line; no "stop hook problem" notice), before that as ``{"decision":
+  "block", "reason": ...}`` (:mod:`~judge.integrations.claude_code.versions` picks); nothing
+  lets it stop; every outcome but approved and rejected is told to the user in a
+  ``systemMessage`` (``judge: Stop impossible: ...``, :func:`judge.hooks.outcomes.notice`).
 * PreToolUse: a denial is ``hookSpecificOutput.permissionDecision: "deny"``; a rewrite is
   ``hookSpecificOutput.updatedInput``, handed over per the rewrite mode (below).
 * PreToolUse, a hook answering ``permissionDecision: "ask"``: ``permissionDecision: "ask"``
@@ -34,12 +38,21 @@ from typing import Any
 
 from judge.config import STOP_EVENTS
 from judge.decision import Decision
+from judge.hooks.outcomes import notice
 from judge.integrations.claude_code.protocol import BLOCKED_RESULT_PREFIX, RewriteMode
+from judge.integrations.claude_code.versions import StopForm
 from judge.transcripts.claude_code_text import one_line
 
 DEFAULT_BLOCK_REASON = "Blocked by judge"
 DEFAULT_RESULT_BLOCK_REASON = "Tool result blocked by hook"
 REWRITE_REASON = "judge rewrote the tool input"
+#: Before a Stop rejection's reason when it reaches the agent as additional context (which
+#: Claude Code shows without a "hook feedback" preamble).
+CONTINUE_LEAD = (
+    "Not finished yet: the Stop check (judge) sends you back to work. Address this, then stop again:"
+)
+#: Outcomes whose failed hooks the notice names (told by :func:`with_failures_told`).
+FAILED_OUTCOMES = ("failed_open", "failed_closed")
 ASK_REASON = "a judge hook asks you to confirm this call"
 #: Failed hooks named in one systemMessage (the rest are counted).
 MAX_FAILURES_TOLD = 3
@@ -107,16 +120,23 @@ def blocked_result_text(reason: str) -> str:
     return f"{BLOCKED_RESULT_PREFIX} {reason}"
 
 
-def _stop_output(decision: Decision) -> dict[str, Any] | None:
+def _stop_output(decision: Decision, event: str, form: StopForm) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
     if decision.decision == "block":
-        return {"decision": "block", "reason": decision.reason or DEFAULT_BLOCK_REASON}
-    if decision.forced_stop:
-        unresolved = f" Unresolved: {decision.reason}" if decision.reason else ""
-        return {
-            "systemMessage": f"judge: stop forced after {decision.rejection_count} rejection(s) "
-            f"(maxRejections reached).{unresolved}"
-        }
-    return None
+        reason = decision.reason or DEFAULT_BLOCK_REASON
+        if form == "additionalContext":
+            specific = {"hookEventName": event, "additionalContext": f"{CONTINUE_LEAD}\n{reason}"}
+            out["hookSpecificOutput"] = specific
+        else:
+            out.update(decision="block", reason=reason)
+    told = notice(decision)
+    if decision.outcome in FAILED_OUTCOMES and any(h.error and h.effective for h in decision.hooks):
+        told = None  # the failed hooks are named by with_failures_told, under this same head
+    elif decision.outcome in FAILED_OUTCOMES:  # no hook to name: judge itself did not finish
+        told = notice(decision, [decision.reason or "a hook could not decide"])
+    if told is not None:
+        out["systemMessage"] = f"judge: {told}"
+    return out or None
 
 
 def _pre_tool_use_output(decision: Decision, rewrite: RewriteMode) -> dict[str, Any] | None:
@@ -181,13 +201,15 @@ def claude_code_output(
     tool_name: str | None = None,
     tool_input: Any = None,
     tool_response: Any = None,
+    stop_form: StopForm = "block",
 ) -> dict[str, Any] | None:
-    """Claude Code's JSON answer for ``decision`` on Claude Code event ``event``.
+    """Claude Code's JSON answer for ``decision`` on Claude Code event ``event``
+    (``stop_form``: how a Stop rejection continues the turn on this Claude Code).
 
     ``None`` means print nothing (allow).
     """
     if event in STOP_EVENTS:
-        return _stop_output(decision)
+        return _stop_output(decision, event, stop_form)
     if event == "PreToolUse":
         return _pre_tool_use_output(decision, rewrite)
     if event == "PreSkillShellCommand":
@@ -206,10 +228,14 @@ def with_failures_told(
     notes = list(notes or [])
     if not failed and not notes:
         return out
-    for hook in failed[:MAX_FAILURES_TOLD]:
-        notes.append(hook.failure_line(decision.event, "could not run", one_line(str(hook.error), 300)))
-    if len(failed) > MAX_FAILURES_TOLD:
-        notes.append(f"and {len(failed) - MAX_FAILURES_TOLD} more")
+    lines = [
+        hook.failure_line(decision.event, "could not run", one_line(str(hook.error), 300)) for hook in failed
+    ]
+    if len(lines) > MAX_FAILURES_TOLD:
+        lines = [*lines[:MAX_FAILURES_TOLD], f"and {len(lines) - MAX_FAILURES_TOLD} more"]
+    if decision.outcome in FAILED_OUTCOMES:  # the outcome names them: "Stop failed_open: ..."
+        lines = [notice(decision, lines) or ""]
+    notes += lines
     told = dict(out or {})
     note = "judge: " + "; ".join(notes)
     told["systemMessage"] = f"{told['systemMessage']} {note}" if told.get("systemMessage") else note
@@ -231,7 +257,15 @@ def adapter_failure_output(event: str, problem: str) -> dict[str, Any]:
                 "fix the judge setup, then retry",
             }
         }
-    return {"systemMessage": f"judge: {problem}; not checked"}
+    return {"systemMessage": f"judge: {unchecked(event, problem)}"}
+
+
+def unchecked(event: str, problem: str) -> str:
+    """What the user reads when an event could not be checked and goes on (a Stop's
+    outcome is then failed_open)."""
+    return (
+        f"{event} failed_open: {problem}; not checked" if event in STOP_EVENTS else f"{problem}; not checked"
+    )
 
 
 def with_note(output: dict[str, Any] | None, note: str | None) -> dict[str, Any] | None:

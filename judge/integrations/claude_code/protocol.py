@@ -135,6 +135,8 @@ class ClaudeCodeInput(BaseModel):
     command_name: Any = None
     #: PreSkillShellCommand: where that skill or command is defined
     command_source: Any = None
+    #: PreSkillShellCommand: who expanded the skill or command (``user``, ``claude``, ``other``)
+    invoked_by: Any = None
 
     @property
     def config_event(self) -> str:

@@ -29,6 +29,10 @@ _ANTHROPIC_SCHEMA: dict[str, Any] = {
     "properties": {
         "ok": VERDICT_SCHEMA["properties"]["ok"],
         "reason": {"type": "string", "description": "when ok is false: what is missing"},
+        "impossible": {
+            "type": "boolean",
+            "description": VERDICT_SCHEMA["properties"]["impossible"]["description"],
+        },
         "citations": {
             "type": "array",
             "items": CITATION_SCHEMA,

@@ -17,6 +17,9 @@ or from a config / the environment as a model string (``model: fake:allow`` or
     always ``{"ok": false, "reason": ...}``.
 ``fake:reasonless``
     always ``{"ok": false}`` (a reasonless rejection, which the Stop gate treats as allow).
+``fake:impossible`` / ``fake:impossible:<reason>``
+    always ``{"ok": false, "impossible": true, "reason": ...}`` (work that cannot be
+    finished without the user: a Stop ends with the outcome ``impossible``).
 ``fake:error``
     every call fails (a hook error: exercises ``failMode``).
 ``fake:heuristic``
@@ -56,6 +59,7 @@ FakeReply = str | dict[str, Any] | Completion
 FakeFunction = Callable[[list[Message], list[ToolSpec]], FakeReply | Awaitable[FakeReply]]
 
 DEFAULT_BLOCK_REASON = "Blocked by the fake judge (fake:block)."
+DEFAULT_IMPOSSIBLE_REASON = "The fake judge (fake:impossible) says this needs the user."
 UNFINISHED = re.compile(
     r"\b(TODO|TBD|FIXME|I will|I'll|let me|next step|still need|not yet|in progress)\b",
     re.IGNORECASE,
@@ -242,6 +246,9 @@ def fake_provider(spec: str, base_dir: Path | None = None) -> FakeProvider:
         return FakeProvider([{"ok": False, "reason": rest.strip() or DEFAULT_BLOCK_REASON}], label=label)
     if mode == "reasonless":
         return FakeProvider([{"ok": False}], label=label)
+    if mode == "impossible":
+        reason = rest.strip() or DEFAULT_IMPOSSIBLE_REASON
+        return FakeProvider([{"ok": False, "impossible": True, "reason": reason}], label=label)
     if mode == "error":
         return FakeProvider(function=_always_fail, label=label)
     if mode == "heuristic":
@@ -255,7 +262,7 @@ def fake_provider(spec: str, base_dir: Path | None = None) -> FakeProvider:
         path = base_dir / path
     if not path.exists():
         raise HookError(
-            f"unknown fake model {label!r}: use fake:allow, fake:block[:reason], "
-            "fake:reasonless, fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml>"
+            f"unknown fake model {label!r}: use fake:allow, fake:block[:reason], fake:reasonless, "
+            "fake:impossible[:reason], fake:error, fake:heuristic, fake:optimizer or fake:<script.json|yaml>"
         )
     return script_provider(path, label)

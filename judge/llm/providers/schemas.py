@@ -47,13 +47,18 @@ VERDICT_SCHEMA: dict[str, Any] = {
             "type": ["string", "null"],
             "description": "when ok is false: what the agent must still do",
         },
+        "impossible": {
+            "type": ["boolean", "null"],
+            "description": "Stop only, when ok is false: true when the work cannot be finished "
+            "without the user (the reason then says what they must provide or decide)",
+        },
         "citations": {
             "type": ["array", "null"],
             "items": CITATION_SCHEMA,
             "description": "when ok is false and evidence is required: the transcript lines that prove it",
         },
     },
-    "required": ["ok", "reason", "citations"],
+    "required": ["ok", "reason", "impossible", "citations"],
     "additionalProperties": False,
 }
 
