@@ -44,6 +44,11 @@ def add_serve_parser(sub: Any, run: Any) -> None:
     p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")
     p.add_argument("--header-timeout", type=float, help="seconds to send request headers (default 10)")
     p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
+    p.add_argument(
+        "--write-timeout",
+        type=float,
+        help="seconds a client may leave an answer unread before its connection is dropped (default 30)",
+    )
     p.set_defaults(func=run)
 
 
@@ -56,7 +61,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """Validate the flags; raise ValueError/ConfigError with a readable message."""
     from judge.config import Config
     from judge.service.app import DEFAULT_MAX_BODY, TOKEN_ENV, ServerSettings
-    from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+    from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_WRITE_TIMEOUT
     from judge.validation import load_checked_config
 
     config = load_checked_config(args.config, on_warning=_err) if args.config else Config()
@@ -80,7 +85,12 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     if transcripts is not None and not transcripts.is_dir():
         raise ValueError(f"--transcripts-dir {transcripts}: not a directory")
     timeouts = {}
-    for flag, default in (("header_timeout", DEFAULT_HEADER_TIMEOUT), ("body_timeout", DEFAULT_BODY_TIMEOUT)):
+    defaults = {
+        "header_timeout": DEFAULT_HEADER_TIMEOUT,
+        "body_timeout": DEFAULT_BODY_TIMEOUT,
+        "write_timeout": DEFAULT_WRITE_TIMEOUT,
+    }
+    for flag, default in defaults.items():
         value = getattr(args, flag, None)
         value = default if value is None else float(value)
         if not (math.isfinite(value) and value > 0):

@@ -40,7 +40,7 @@ from judge.service.files import (
     snapshot_confined,
     write_private,
 )
-from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 from judge.service.metrics import GateMetrics
 from judge.service.store import RECENT_ROWS, STATE_DB, open_log_table, open_service_store
 from judge.state.session_lock import SessionBusy
@@ -65,6 +65,8 @@ class ServerSettings:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     #: Seconds a client has to send the whole body once the headers are in.
     body_timeout: float = DEFAULT_BODY_TIMEOUT
+    #: Seconds a connection may wait, without progress, for its client to take its answers.
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
     #: Open connections per worker; None: derived from the file descriptor limit.
     max_connections: int | None = None
     #: ``--state``: a ``postgresql://`` URL or a SQLite file; None: ``STATE_DB`` in data_dir.

@@ -27,14 +27,10 @@ from judge.service.app import (
     SETTINGS_ENV,
     ServerSettings,
     configure_logging,
+    connection_limits,
     settings_to_env,
 )
-from judge.service.limits import (
-    ConnectionLimits,
-    GuardedH11Protocol,
-    accept_backlog,
-    configure,
-)
+from judge.service.limits import GuardedH11Protocol, accept_backlog, configure
 from judge.service.metrics import MULTIPROC_ENV
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
@@ -97,9 +93,10 @@ def run_service(
     )
     _err(
         f"judge serve: at most {settings.max_connections} connections per worker; request headers "
-        f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s"
+        f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s, answers "
+        f"taken within {settings.write_timeout:g}s"
     )
-    configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
+    configure(connection_limits(settings))
     try:
         if workers > 1:
             store.close()  # each worker opens its own
