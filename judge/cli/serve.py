@@ -41,6 +41,12 @@ def add_serve_parser(sub: Any, run: Any) -> None:
     )
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
+    p.add_argument(
+        "--max-transcript-bytes",
+        type=int,
+        default=None,
+        help="largest execution_summary file copied for a request (default 256 MiB)",
+    )
     p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")
     p.add_argument("--header-timeout", type=float, help="seconds to send request headers (default 10)")
     p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
@@ -70,6 +76,12 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     max_body = args.max_body if args.max_body is not None else DEFAULT_MAX_BODY
     if max_body < 1:
         raise ValueError(f"--max-body must be a positive number of bytes, got {max_body}")
+    from judge.service.files import DEFAULT_MAX_TRANSCRIPT_BYTES
+
+    max_transcript = getattr(args, "max_transcript_bytes", None)
+    max_transcript = DEFAULT_MAX_TRANSCRIPT_BYTES if max_transcript is None else max_transcript
+    if max_transcript < 1:
+        raise ValueError(f"--max-transcript-bytes must be a positive number of bytes, got {max_transcript}")
     workers = _workers(args)
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
@@ -101,6 +113,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         data_dir=data_dir,
         transcripts_dir=transcripts,
         max_body=max_body,
+        max_transcript_bytes=max_transcript,
         api_token=os.environ.get(TOKEN_ENV) or None,
         max_connections=_max_connections(getattr(args, "max_connections", None)),
         state=state,

@@ -89,7 +89,8 @@ def run_service(
         f"judge serve: state {store.describe()}, "
         f"logs in {'the state database' if settings.logs == 'database' else settings.data_dir}, "
         f"transcripts dir {settings.transcripts_dir or 'none (execution_summary paths refused)'}, "
-        f"max body {settings.max_body} bytes, {auth}, {workers} worker(s)"
+        f"max body {settings.max_body} bytes, transcripts up to {settings.max_transcript_bytes} bytes, "
+        f"{auth}, {workers} worker(s)"
     )
     _err(
         f"judge serve: at most {settings.max_connections} connections per worker; request headers "
