@@ -1,12 +1,16 @@
 """Opening files named from outside (configs, suites, cases, contexts, transcripts) safely.
 
 A path can name a FIFO (opening it blocks until a writer comes, reading it waits
-forever), ``/dev/zero`` or ``/dev/urandom`` (endless data), a terminal or a socket.
-Every file judge reads on someone's say-so goes through :func:`open_regular`: it opens
-with ``O_NONBLOCK`` (so a FIFO cannot block the open), checks with ``fstat`` on the
-descriptor it got (no race with a rename) that it is a regular file, and only then
-reads, with a byte limit where the whole file is loaded. Anything else is a
-:class:`NotARegularFile` error, an ``OSError`` with a readable message.
+forever), ``/dev/zero`` or ``/dev/urandom`` (endless data), a terminal or a socket, or a
+special file that ``stat`` calls regular but whose reads wait for events (``/proc/kmsg``
+as root, a tracing pipe). Every file judge reads on someone's say-so goes through
+:func:`open_regular`: it opens with ``O_NONBLOCK`` (so a FIFO cannot block the open),
+checks with ``fstat`` on the descriptor it got (no race with a rename) that it is a
+regular file, and reads with ``O_NONBLOCK`` still set: a read of a real regular file
+never waits, so a read that would (``EAGAIN``) means a special file, refused there and
+then instead of waiting for it. Documents loaded whole are read with a byte limit.
+Anything else is a :class:`NotARegularFile` error, an ``OSError`` with a readable
+message.
 
 Such documents are often JSON: :func:`load_json` parses them, raising JSON nested past
 the parser's recursion limit as :class:`NestedTooDeeply` (a ``ValueError``).
@@ -15,7 +19,7 @@ the parser's recursion limit as :class:`NestedTooDeeply` (a ``ValueError``).
 from __future__ import annotations
 
 import errno
-import fcntl
+import io
 import json
 import os
 import stat
@@ -82,11 +86,44 @@ def load_json(text: str | bytes) -> Any:
         raise NestedTooDeeply() from None
 
 
-def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
+class _NeverWaiting(io.FileIO):
+    """A regular file read with ``O_NONBLOCK`` set: a read that would wait raises
+    :class:`NotARegularFile` (``FileIO`` would return ``None``, or part of the data)."""
+
+    def __init__(self, fd: int, path: str | Path, what: str) -> None:
+        super().__init__(fd, "rb", closefd=True)
+        self._path, self._what = path, what
+
+    def _blocks(self) -> NotARegularFile:
+        return NotARegularFile(self._path, self._what, "a special file whose reads wait for data")
+
+    def readinto(self, buffer: Any) -> int:
+        count = super().readinto(buffer)
+        if count is None:
+            raise self._blocks()
+        return count
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            return self.readall()
+        data = super().read(size)
+        if data is None:
+            raise self._blocks()
+        return data
+
+    def readall(self) -> bytes:
+        chunks = []
+        while chunk := self.read(1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def open_regular(path: str | Path, what: str = "file") -> io.BufferedReader:
     """``path`` opened for binary reading if it is a regular file, else :class:`NotARegularFile`
     (``IsADirectoryError`` for a directory).
 
-    Never blocks on a FIFO; follows symlinks (the file they lead to is checked).
+    Never blocks on a FIFO; follows symlinks (the file they lead to is checked). A read
+    that would wait (a special file ``stat`` calls regular) raises :class:`NotARegularFile`.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
@@ -96,11 +133,19 @@ def open_regular(path: str | Path, what: str = "file") -> BinaryIO:
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
             raise NotARegularFile(path, what, file_kind(mode))
-        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-        return os.fdopen(fd, "rb")
+        raw = _NeverWaiting(fd, path, what)
     except BaseException:
         os.close(fd)
         raise
+    return io.BufferedReader(raw)
+
+
+def check_readable(path: str | Path, what: str = "file") -> None:
+    """Open ``path`` as :func:`open_regular` does and read its first byte: a special file
+    ``stat`` calls regular is refused here, where the caller can say so, rather than at
+    the first read of the work that needs it."""
+    with open_regular(path, what) as handle:
+        handle.read(1)
 
 
 def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_DOCUMENT_BYTES) -> bytes:

@@ -1,15 +1,31 @@
-"""URLs without their secrets, for messages and logs.
+"""Text made safe to show: URLs without their secrets, text without hidden reordering.
 
 A base URL or a database URL may carry a password (``https://user:pw@gateway/v1``,
 ``postgresql://u:pw@host/db``) or a key in its query (``?password=...``, ``?api-key=...``).
 Whatever is shown to an agent, written to a log or printed keeps the rest of the URL, so
-the reader still knows where the request went.
+the reader still knows where the request went (:func:`redact_url`).
+
+Case ids, reasons and answers come from agents and judges; Unicode's bidirectional
+controls in them (U+202E RIGHT-TO-LEFT OVERRIDE and its kin) would make a report or a
+terminal show text in an order other than the one it is stored in - a reason that reads
+as an approval, a case id that looks like another. :func:`visible_controls` writes them
+as ``\\u202e``: visible text in HTML and XML, and the same character again once a JSON
+line is parsed.
 """
 
 from __future__ import annotations
 
 import re
 from urllib.parse import urlsplit
+
+#: Unicode's bidirectional formatting characters (embeddings, overrides, isolates, marks).
+BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with every bidirectional control written as its ``\\uXXXX`` escape."""
+    return BIDI_CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
 
 _SECRET_PARAMS = re.compile(r"(?i)((?:password|passwd|api[-_]?key|key|token|secret|sig)=)[^&#\s]*")
 

@@ -75,6 +75,7 @@ def _say(message: str) -> None:
 def logs_main(args: argparse.Namespace) -> int:
     """Print the records; 0, or 1 with one line on stderr for a bad flag or source."""
     from judge.errors import StateUnavailable
+    from judge.redact import visible_controls
 
     try:
         kind = kind_of(args.kind)
@@ -120,7 +121,8 @@ def logs_main(args: argparse.Namespace) -> int:
         for row_id, record in rows:
             if args.limit is not None and count >= args.limit:
                 break
-            sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
+            # (bidirectional controls as JSON escapes: a terminal shows them, not obeys them)
+            sys.stdout.write(visible_controls(json.dumps(record, ensure_ascii=False)) + "\n")
             count, last = count + 1, row_id
         sys.stdout.flush()
     except (StateUnavailable, _Unreadable) as exc:

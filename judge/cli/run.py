@@ -103,10 +103,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         _err(str(exc))
         return 1
     if args.transcript:
-        from judge.files import open_regular
+        from judge.files import check_readable
 
         try:
-            open_regular(args.transcript, "transcript").close()
+            check_readable(args.transcript, "transcript")
         except FileNotFoundError:
             _err(f"transcript not found: {args.transcript}")
             return 1

@@ -41,9 +41,20 @@ def add_serve_parser(sub: Any, run: Any) -> None:
     )
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
+    p.add_argument(
+        "--max-transcript-bytes",
+        type=int,
+        default=None,
+        help="largest execution_summary file copied for a request (default 256 MiB)",
+    )
     p.add_argument("--max-connections", type=int, help="connections per worker (default: from ulimit -n)")
     p.add_argument("--header-timeout", type=float, help="seconds to send request headers (default 10)")
     p.add_argument("--body-timeout", type=float, help="seconds to send the request body (default 60)")
+    p.add_argument(
+        "--write-timeout",
+        type=float,
+        help="seconds a client may leave an answer unread before its connection is dropped (default 30)",
+    )
     p.set_defaults(func=run)
 
 
@@ -56,7 +67,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     """Validate the flags; raise ValueError/ConfigError with a readable message."""
     from judge.config import Config
     from judge.service.app import DEFAULT_MAX_BODY, TOKEN_ENV, ServerSettings
-    from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+    from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_WRITE_TIMEOUT
     from judge.validation import load_checked_config
 
     config = load_checked_config(args.config, on_warning=_err) if args.config else Config()
@@ -65,6 +76,12 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     max_body = args.max_body if args.max_body is not None else DEFAULT_MAX_BODY
     if max_body < 1:
         raise ValueError(f"--max-body must be a positive number of bytes, got {max_body}")
+    from judge.service.files import DEFAULT_MAX_TRANSCRIPT_BYTES
+
+    max_transcript = getattr(args, "max_transcript_bytes", None)
+    max_transcript = DEFAULT_MAX_TRANSCRIPT_BYTES if max_transcript is None else max_transcript
+    if max_transcript < 1:
+        raise ValueError(f"--max-transcript-bytes must be a positive number of bytes, got {max_transcript}")
     workers = _workers(args)
     if workers < 1:
         raise ValueError(f"--workers must be at least 1, got {workers}")
@@ -80,7 +97,12 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
     if transcripts is not None and not transcripts.is_dir():
         raise ValueError(f"--transcripts-dir {transcripts}: not a directory")
     timeouts = {}
-    for flag, default in (("header_timeout", DEFAULT_HEADER_TIMEOUT), ("body_timeout", DEFAULT_BODY_TIMEOUT)):
+    defaults = {
+        "header_timeout": DEFAULT_HEADER_TIMEOUT,
+        "body_timeout": DEFAULT_BODY_TIMEOUT,
+        "write_timeout": DEFAULT_WRITE_TIMEOUT,
+    }
+    for flag, default in defaults.items():
         value = getattr(args, flag, None)
         value = default if value is None else float(value)
         if not (math.isfinite(value) and value > 0):
@@ -91,6 +113,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         data_dir=data_dir,
         transcripts_dir=transcripts,
         max_body=max_body,
+        max_transcript_bytes=max_transcript,
         api_token=os.environ.get(TOKEN_ENV) or None,
         max_connections=_max_connections(getattr(args, "max_connections", None)),
         state=state,

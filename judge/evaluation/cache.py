@@ -23,6 +23,7 @@ it is retried on the next run. Command hooks never pass through here: they still
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -199,7 +200,8 @@ class CachingJudge:
         self, request: PromptRequest, case_id: str | None = None
     ) -> tuple[PromptVerdict, bool]:
         """The verdict for eval case ``case_id`` and whether it came from the cache."""
-        key = cache_key(request, case_id)
+        # (off the event loop: the key renders the hook's template)
+        key = await asyncio.to_thread(cache_key, request, case_id)
         found = self.cache.get(key)
         if found is not None:
             self.hits += 1

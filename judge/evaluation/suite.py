@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, SuiteError
-from judge.files import MAX_DOCUMENT_BYTES, NotARegularFile, file_kind, read_text
+from judge.files import MAX_DOCUMENT_BYTES, NotARegularFile, check_readable, file_kind, read_text
 
 #: Largest cases file (it is read whole; transcripts it names are streamed).
 MAX_CASES_BYTES = 1 << 30
@@ -210,6 +210,12 @@ def _transcript_problem(case: Case, base_dir: Path) -> str | None:
             return f"{field} cannot be used: {why}"
         if not found:
             return _missing(field, path, value)
+        try:
+            check_readable(path, field)
+        except NotARegularFile as exc:  # one whose reads wait (/proc/kmsg)
+            return str(exc).replace(str(path), value, 1)
+        except OSError as exc:
+            return f"{field} cannot be read: {exc.strerror or exc}"
     return None
 
 

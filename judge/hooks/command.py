@@ -27,6 +27,7 @@ from typing import Any
 
 from judge.config import Hook
 from judge.errors import HookError
+from judge.files import open_regular
 from judge.hooks.sandbox import (
     ENV_ALLOWLIST,
     HookUser,
@@ -142,7 +143,7 @@ COPY_CHUNK = 32 * 1024 * 1024
 
 def _copy_until(source: Path, target: Path, stop: threading.Event) -> None:
     """Copy ``source`` to a new ``target`` in kernel-side chunks until done or ``stop``."""
-    with open(source, "rb") as src, open(target, "xb") as dst:
+    with open_regular(source, "transcript") as src, open(target, "xb") as dst:
         offset = 0
         while not stop.is_set():
             sent = os.sendfile(dst.fileno(), src.fileno(), offset, COPY_CHUNK)

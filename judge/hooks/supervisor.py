@@ -173,21 +173,58 @@ def _children_of(ancestor: int) -> list[int]:
     return found
 
 
+def _listed_children(pid: int) -> list[int]:
+    """The children of ``pid`` as its tasks' ``children`` files list them (a few reads,
+    however many processes the system runs; a process gone meanwhile has none)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                found.extend(int(child) for child in f.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _below(me: int, listed: bool) -> list[int]:
+    """Every process below ``me``: from the ``children`` files where the kernel has them
+    (quick enough to catch up with a process that keeps forking and exiting, whose next
+    generation is re-parented here), else from a scan of all of /proc."""
+    if not listed:
+        return _children_of(me)
+    found, queue = [], [me]
+    while queue:
+        for child in _listed_children(queue.pop()):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
 def kill_everything_below() -> None:
     """SIGKILL every descendant and reap them all, until none remain.
 
     As a subreaper this process inherits every orphan, so when ``waitpid`` reports no
-    children, nothing the hook started is left.
+    children, nothing the hook started is left. A process sent SIGKILL can fork no more
+    (a fork under way when it arrives fails), so a chain of processes that fork and exit
+    is caught once a pass over the tree is quicker than one of its generations: each pass
+    reads a few ``children`` files, not the whole of /proc.
     """
     me = os.getpid()
+    listed = os.path.exists(f"/proc/{me}/task/{me}/children")
     while True:
-        for pid in _children_of(me):
+        for pid in _below(me, listed):
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
         try:
             os.waitpid(-1, 0)
+            while os.waitpid(-1, os.WNOHANG)[0]:  # every other one already gone, too
+                pass
         except ChildProcessError:
             return
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from judge.decision import Citation, Usage
 from judge.errors import HookError
+from judge.files import open_regular
 from judge.llm.tools import TranscriptTools
 from judge.llm.tools.deadline import ToolCancelled, ToolDeadline
 from judge.llm.tools.reader import line_index, seek_line
@@ -147,7 +148,7 @@ def read_lines(path: Path, first: int, last: int, budget: ToolDeadline, block: i
     out: list[str] = []
     if first > last:
         return out
-    with path.open("rb") as handle:
+    with open_regular(path, "transcript") as handle:
         seek_line(handle, index, first, block, budget)
         for number in range(first, last + 1):
             data = handle.readline(MAX_LINE_BYTES)

@@ -24,7 +24,7 @@ from judge.hooks.judging import PromptRequest, PromptVerdict
 from judge.llm.evidence import EvidenceCheck
 from judge.llm.instructions import delimit_context
 from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, run_judgement
-from judge.llm.prompts import judged_context, render_prompt
+from judge.llm.prompts import judged_context, render_prompt_async
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
 from judge.llm.tiers import ResolvedModel, resolve_model
@@ -103,7 +103,10 @@ class LLMJudge:
     ) -> PromptVerdict:
         hook = request.hook
         shown = judged_context(request.context)
-        prompt = render_prompt(hook.prompt or "", shown, request.base_dir, arguments=delimit_context(shown))
+        # Off the event loop, and stopped at the hook's deadline (the loop's clock is monotonic).
+        prompt = await render_prompt_async(
+            hook.prompt or "", shown, request.base_dir, arguments=delimit_context(shown), deadline=deadline
+        )
         with tool_threads(deadline) as (budget, executor):
             tools = None
             if request.transcript_path is not None:

@@ -25,11 +25,13 @@ containing ``{{ 7*7 }}`` arrives verbatim. Compiled templates are cached.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
 import secrets
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from judge.errors import HookError
-from judge.llm.template_limits import BoundedEnvironment, RangeBudget
+from judge.llm.template_limits import BoundedEnvironment, render_budget
 
 ARGUMENTS = "$ARGUMENTS"
 
@@ -193,12 +195,15 @@ def render_prompt(
     base_dir: Path | None = None,
     *,
     arguments: str | None = None,
+    deadline: float | None = None,
 ) -> str:
     """Render a hook prompt: Jinja2 first, then ``$ARGUMENTS`` (or an appended context).
 
     ``arguments`` overrides the text substituted for ``$ARGUMENTS`` (default: the pretty
-    context JSON). Template problems raise :class:`HookError` with the line number.
-    Compiled templates are cached per (template, ``base_dir``).
+    context JSON). Template problems, and a render past a limit of
+    :mod:`judge.llm.template_limits` (``deadline``, in :func:`time.monotonic` seconds, is
+    one), raise :class:`HookError` with the line number. Compiled templates are cached per
+    (template, ``base_dir``). From a coroutine, use :func:`render_prompt_async`.
     """
     variables = template_variables(context)
     placeholder = PLACEHOLDER
@@ -210,7 +215,7 @@ def render_prompt(
             compiled = env.from_string(template.replace(ARGUMENTS, placeholder))
         else:
             compiled = _compiled(template, base_dir)
-        with RangeBudget():
+        with render_budget(deadline):
             rendered = compiled.render(variables)
     except jinja2.TemplateSyntaxError as exc:
         where = f" in {exc.name}" if exc.name else ""
@@ -225,6 +230,32 @@ def render_prompt(
     if placeholder in rendered:
         return rendered.replace(placeholder, text)
     return rendered.rstrip("\n") + "\n\n" + text
+
+
+async def render_prompt_async(
+    template: str,
+    context: dict[str, Any],
+    base_dir: Path | None = None,
+    *,
+    arguments: str | None = None,
+    deadline: float | None = None,
+) -> str:
+    """:func:`render_prompt` in a worker thread: the event loop stays free while a template
+    renders (and compiles), up to its limits. Renders have threads of their own, so slow
+    ones cannot hold up the default executor (which state stores and file reads use)."""
+    render = functools.partial(
+        render_prompt, template, context, base_dir, arguments=arguments, deadline=deadline
+    )
+    return await asyncio.get_running_loop().run_in_executor(_render_threads(), render)
+
+
+@functools.cache
+def _render_threads() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="judge-render")
+
+
+#: Threads rendering templates for coroutines (per process).
+RENDER_THREADS = 4
 
 
 def template_environment(base_dir: Path | None) -> SandboxedEnvironment:

@@ -1,13 +1,25 @@
 """The judge's verdict, read from its reply.
 
 The system prompt asks for exactly one JSON object and nothing else. Models still wrap
-it: in a code fence, after a few sentences of reasoning, with a trailing full stop. A
-reply counts as a verdict when its LAST verdict object (``{"ok": ...}`` or
-``{"decision": ...}``) ends it - after that object only whitespace, code-fence backticks
-or punctuation may follow. Anything else is not a verdict (the loop asks once more, then
-fails the hook), because a verdict object in the middle of prose is usually a quotation:
-a judge explaining that the agent's answer *contains* ``{"ok": true}`` must not approve
-it by doing so.
+it: in a code fence, after a few sentences of reasoning, with a trailing full stop; and a
+judge that explains its decision may quote the agent's text, which the agent can make
+look like a verdict. So a reply is read as follows (:func:`find_verdict_object`):
+
+* **a rejection anywhere decides**: the reply's first rejection object (``{"ok": false,
+  ...}``, ``{"decision": "block", ...}``) is its verdict, whatever comes after it - prose,
+  or another verdict object (a judge that rejects and then quotes the agent's
+  ``{"ok": true}`` has rejected). Nothing later in the reply overrides a rejection, and a
+  rejection followed by prose is that rejection, not a hook error (which a Stop's default
+  failMode would allow);
+* **an approval must end the reply**: with no rejection in it, the reply approves only
+  when its LAST verdict object ends it - after that object only whitespace, code-fence
+  backticks or punctuation may follow. An approval in the middle of prose is usually a
+  quotation (a judge explaining that the agent's answer *contains* ``{"ok": true}``) and
+  is not a verdict (the loop asks once more, then fails the hook);
+* **a key given twice is refused**: JSON parsers keep the last of two equal keys, so
+  ``{"ok": false, "reason": "no", "ok": true}`` would approve. Such an object is never an
+  approval: when any of its values rejects, it is that rejection (with its first reason);
+  otherwise it is no verdict.
 
 A verdict cut off by the answer-length cap counts when it has a decision and, for a
 rejection, at least the start of its reason: a rejection cut off before its reason says
@@ -36,9 +48,29 @@ _TAIL = frozenset(" \t\r\n`.;!")
 Verdict = tuple[bool, str | None, dict[str, Any]]
 
 
+class _Repeated(dict[str, Any]):
+    """A JSON object with a key given twice: the values as the parser keeps them (the
+    last), plus every (key, value) pair as written."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = {key for key, _ in pairs}
+    return dict(pairs) if len(keys) == len(pairs) else _Repeated(pairs)
+
+
+#: Decodes objects with a repeated key as :class:`_Repeated`.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object)
+
+
 def _as_verdict(obj: Any) -> Verdict | None:
     if not (isinstance(obj, dict) and ("ok" in obj or "decision" in obj)):
         return None
+    if isinstance(obj, _Repeated):
+        return _repeated_verdict(obj)
     try:
         answer = answer_from_object(obj)
     except HookError:
@@ -47,17 +79,41 @@ def _as_verdict(obj: Any) -> Verdict | None:
     return answer.decision == "allow", reason or None, obj
 
 
+#: Not a verdict, but it holds the scan's place: a repeated key that decides nothing.
+_REFUSED: Verdict = (True, None, {})
+
+
+def _repeated_verdict(obj: _Repeated) -> Verdict:
+    """A rejection when any value of a repeated ``ok``/``decision`` rejects, else refused."""
+    rejects = any(
+        (key == "ok" and value is False)
+        or (key == "decision" and isinstance(value, str) and value.lower() in ("block", "deny"))
+        for key, value in obj.pairs
+    )
+    if not rejects:
+        return _REFUSED
+    reasons = [v.strip() for k, v in obj.pairs if k == "reason" and isinstance(v, str) and v.strip()]
+    return False, reasons[0] if reasons else None, dict(obj)
+
+
+def _verdicts(text: str) -> list[tuple[Verdict, int]]:
+    return scan_json_spans(text, _as_verdict, _DECODER)
+
+
 def find_verdict_object(text: str) -> Verdict | None:
-    """The verdict that ends ``text`` (see the module doc): (ok, reason, the object)."""
-    found = scan_json_spans(text, _as_verdict)
-    if not found:
+    """The reply's verdict (see the module doc): (ok, reason, the object)."""
+    found = _verdicts(text)
+    for verdict, _ in found:
+        if verdict is not _REFUSED and not verdict[0]:
+            return verdict  # the first rejection decides
+    if not found or any(verdict is _REFUSED for verdict, _ in found):
         return None
     verdict, end = found[-1]
     return verdict if all(char in _TAIL for char in text[end:]) else None
 
 
 def find_verdict(text: str) -> tuple[bool, str | None] | None:
-    """(ok, reason) of the verdict that ends ``text``, if any."""
+    """(ok, reason) of the reply's verdict, if any."""
     found = find_verdict_object(text)
     return None if found is None else found[:2]
 
@@ -66,7 +122,7 @@ def cut_off(text: str) -> Verdict | None:
     """A verdict the answer-length cap cut off, when it still decides something. A whole
     verdict object is not one, whatever follows it (that is :func:`find_verdict_object`'s
     to judge)."""
-    if scan_json_spans(text, _as_verdict):
+    if _verdicts(text):
         return None
     cut = cut_off_verdict(text)
     if cut is None or cut == (False, None):

@@ -135,15 +135,18 @@ def validate_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> str | None:
     return f"bad arguments for {spec.name}: {'; '.join(problems)}. Arguments: {wanted}."
 
 
-def scan_json_spans(text: str, pick: Callable[[Any], T | None]) -> list[tuple[T, int]]:
+def scan_json_spans(
+    text: str, pick: Callable[[Any], T | None], decoder: json.JSONDecoder | None = None
+) -> list[tuple[T, int]]:
     """What ``pick`` makes of the JSON values that start at a ``{`` in ``text``, in order,
-    each with the position just after its value.
+    each with the position just after its value (decoded by ``decoder``, default a plain
+    :class:`json.JSONDecoder`).
 
     A value ``pick`` takes (not None) is skipped whole; inside one it refuses, the scan goes
     on at the next ``{`` (an object nested in prose or in another object is still found).
     A value nested too deeply to decode counts as no value.
     """
-    decoder = json.JSONDecoder()
+    decoder = decoder or json.JSONDecoder()
     found: list[tuple[T, int]] = []
     position = text.find("{")
     while position != -1:

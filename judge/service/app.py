@@ -23,6 +23,7 @@ at a time, across replicas too (``StateStore.session_round``). One JSON line per
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import json
 import os
@@ -178,8 +179,14 @@ async def _on_bug(request: Request, exc: Exception) -> Response:
     return error_response(500, "internal error")
 
 
+@functools.cache
+def _openapi_body() -> bytes:
+    """The OpenAPI document as sent (built once: anyone may ask for it, as often as they like)."""
+    return bytes(json_response(openapi_document()).body)
+
+
 async def _openapi(request: Request) -> Response:
-    return json_response(openapi_document())
+    return Response(_openapi_body(), media_type="application/json")
 
 
 def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> Starlette:
@@ -234,6 +241,11 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
 SETTINGS_ENV = "JUDGE_SERVE_SETTINGS"
 
 
+def connection_limits(settings: ServerSettings) -> ConnectionLimits:
+    """The per-worker connection limits of ``settings`` (:mod:`judge.service.limits`)."""
+    return ConnectionLimits(settings.header_timeout, settings.max_connections or 1, settings.write_timeout)
+
+
 def settings_to_env(config_path: str | None, settings: ServerSettings) -> str:
     return json.dumps(
         {
@@ -243,6 +255,8 @@ def settings_to_env(config_path: str | None, settings: ServerSettings) -> str:
             "max_body": settings.max_body,
             "header_timeout": settings.header_timeout,
             "body_timeout": settings.body_timeout,
+            "write_timeout": settings.write_timeout,
+            "max_transcript_bytes": settings.max_transcript_bytes,
             "max_connections": settings.max_connections,
             "state": settings.state,
             "logs": settings.logs,
@@ -264,9 +278,11 @@ def app_from_env() -> Starlette:
         api_token=os.environ.get(TOKEN_ENV) or None,
         header_timeout=float(raw["header_timeout"]),
         body_timeout=float(raw["body_timeout"]),
+        write_timeout=float(raw["write_timeout"]),
+        max_transcript_bytes=int(raw["max_transcript_bytes"]),
         max_connections=raw["max_connections"],
         state=raw.get("state"),
         logs=raw.get("logs", "files"),
     )
-    configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
+    configure(connection_limits(settings))
     return create_app(settings)

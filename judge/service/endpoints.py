@@ -34,13 +34,15 @@ from judge.service.agents import (
 )
 from judge.service.bodies import DEFAULT_MAX_BODY, json_response, read_document
 from judge.service.files import (
+    DEFAULT_MAX_TRANSCRIPT_BYTES,
+    SnapshotTooSlow,
     confine_path,
     private_folder,
     remove_folder,
     snapshot_confined,
     write_private,
 )
-from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT
+from judge.service.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_HEADER_TIMEOUT, DEFAULT_WRITE_TIMEOUT
 from judge.service.metrics import GateMetrics
 from judge.service.store import RECENT_ROWS, STATE_DB, open_log_table, open_service_store
 from judge.state.session_lock import SessionBusy
@@ -48,6 +50,8 @@ from judge.state.session_lock import SessionBusy
 __all__ = ["STATE_DB", "ServerSettings", "Service"]
 _log = logging.getLogger("judge.server")
 MAX_SESSION_ID = 256
+#: Seconds a transcript snapshot may take when no hook applies (else: their longest timeout).
+SNAPSHOT_SECONDS = 30.0
 #: Validated custom agents kept per worker (re-validated whenever the stored body changes).
 AGENT_CACHE_SIZE = 256
 
@@ -65,6 +69,10 @@ class ServerSettings:
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     #: Seconds a client has to send the whole body once the headers are in.
     body_timeout: float = DEFAULT_BODY_TIMEOUT
+    #: Seconds a connection may wait, without progress, for its client to take its answers.
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT
+    #: Largest ``execution_summary`` file copied for a request (larger: 413).
+    max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES
     #: Open connections per worker; None: derived from the file descriptor limit.
     max_connections: int | None = None
     #: ``--state``: a ``postgresql://`` URL or a SQLite file; None: ``STATE_DB`` in data_dir.
@@ -242,22 +250,18 @@ class Service:
         # request, even one cancelled or timed out.
         folder = private_folder() if summary is not None or transcript is not None else None
         try:
-            path = None
-            if transcript is not None:
-                path = await asyncio.to_thread(write_private, transcript, folder)
-            elif resolved is not None and folder is not None and self.transcripts_root is not None:
-                snapshot = await asyncio.to_thread(snapshot_confined, resolved, self.transcripts_root, folder)
-                context["execution_summary"] = str(snapshot)
             # The gate runs the Stop rounds of one session one at a time (across replicas
             # too: StateStore.session_round).
             agent_known = False
             try:
                 engine = await self._engine(context.get("agent_name"))
                 agent_known = True
+                path = await self._transcript(event, context, engine, transcript, resolved, folder)
                 gate = Gate(engine, self.store, self.audit)
                 return await gate.decide(event, context, transcript=path, session_id=session_id)
-            except (StateUnavailable, SessionBusy) as exc:
-                self.metrics.state_error()
+            except (StateUnavailable, SessionBusy, SnapshotTooSlow) as exc:
+                if not isinstance(exc, SnapshotTooSlow):
+                    self.metrics.state_error()
                 decision = fail_mode_decision(engine, event, context, str(exc))
                 if not agent_known and not decision.hooks:
                     # No hook of the configuration applies, and the agent's own could not be
@@ -270,6 +274,37 @@ class Service:
         finally:
             if folder is not None:
                 remove_folder(folder)
+
+    async def _transcript(
+        self,
+        event: str,
+        context: dict[str, Any],
+        engine: Engine,
+        inline: str | None,
+        resolved: Path | None,
+        folder: Path | None,
+    ) -> Path | None:
+        """The request's transcript in its private folder: the inline text written out, or a
+        snapshot of its ``execution_summary`` file (then named in the context), bounded by
+        ``--max-transcript-bytes`` and by the longest timeout of the hooks about to run."""
+        if folder is None:
+            return None
+        if inline is not None:
+            return await asyncio.to_thread(write_private, inline, folder)
+        if resolved is None or self.transcripts_root is None:
+            return None
+        timeouts = [hook.timeout for _, _, hook in engine.selected_hooks(event, context)]
+        deadline = time.monotonic() + max(timeouts, default=SNAPSHOT_SECONDS)
+        snapshot = await asyncio.to_thread(
+            snapshot_confined,
+            resolved,
+            self.transcripts_root,
+            folder,
+            max_bytes=self.settings.max_transcript_bytes,
+            deadline=deadline,
+        )
+        context["execution_summary"] = str(snapshot)
+        return None
 
     def _decisions_lost(self, count: int, problem: Exception) -> None:
         """Records of the live view the database did not take: the answers stand; say so."""

@@ -83,21 +83,80 @@ def open_confined(resolved: Path, root: Path) -> int:
     return file_fd
 
 
-def snapshot_confined(resolved: Path, root: Path, folder: Path) -> Path:
+#: Largest transcript file the service copies for one request (``--max-transcript-bytes``).
+DEFAULT_MAX_TRANSCRIPT_BYTES = 256 << 20
+_CHUNK = 1 << 20
+
+
+class SnapshotTooSlow(Exception):
+    """The transcript could not be copied before the hooks' deadline."""
+
+
+def snapshot_confined(
+    resolved: Path,
+    root: Path,
+    folder: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES,
+    deadline: float | None = None,
+) -> Path:
     """A private copy (same name, in ``folder``) of the transcript at ``resolved``, read
     through :func:`open_confined`: the hooks read this copy, which nothing outside the
-    service can redirect while the request runs."""
+    service can redirect while the request runs.
+
+    Bounded: a file over ``max_bytes`` is refused (413) before anything is copied; the
+    copy reads the file's data only (holes stay holes, so a sparse file costs what it
+    holds, not what it claims), as it was when opened (what is appended meanwhile is
+    left out), and stops at ``deadline`` (:func:`time.monotonic`) with
+    :class:`SnapshotTooSlow`.
+    """
     source_fd = open_confined(resolved, root)
     target = folder / resolved.name
     try:
-        with os.fdopen(source_fd, "rb") as source:
-            os.set_blocking(source.fileno(), True)
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as copy:
-                shutil.copyfileobj(source, copy, 1 << 20)
+        size = os.fstat(source_fd).st_size
+        if size > max_bytes:
+            raise ApiError(
+                413,
+                f"execution_summary: the transcript is {size} bytes, over this service's limit of "
+                f"{max_bytes} (--max-transcript-bytes)",
+            )
+        os.set_blocking(source_fd, True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            _copy_data(source_fd, fd, size, deadline)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise ApiError(400, f"execution_summary: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(source_fd)
     return target
+
+
+def _copy_data(source: int, target: int, size: int, deadline: float | None) -> None:
+    """The first ``size`` bytes of ``source`` into ``target``, holes left as holes."""
+    position = 0
+    while position < size:
+        try:
+            start = os.lseek(source, position, os.SEEK_DATA)
+            end = min(os.lseek(source, start, os.SEEK_HOLE), size)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data after position: the rest is a hole
+                break
+            if exc.errno != errno.EINVAL:  # EINVAL: no SEEK_DATA here; copy it all
+                raise
+            start, end = position, size
+        while start < end:
+            if deadline is not None and time.monotonic() > deadline:
+                raise SnapshotTooSlow(f"the {size}-byte transcript was not copied within the hooks' timeout")
+            chunk = os.pread(source, min(_CHUNK, end - start), start)
+            if not chunk:  # cut short meanwhile
+                os.ftruncate(target, start)
+                return
+            os.pwrite(target, chunk, start)
+            start += len(chunk)
+        position = end
+    os.ftruncate(target, size)
 
 
 #: Private folders older than this are left over from a service that was killed mid-request.

@@ -27,14 +27,10 @@ from judge.service.app import (
     SETTINGS_ENV,
     ServerSettings,
     configure_logging,
+    connection_limits,
     settings_to_env,
 )
-from judge.service.limits import (
-    ConnectionLimits,
-    GuardedH11Protocol,
-    accept_backlog,
-    configure,
-)
+from judge.service.limits import GuardedH11Protocol, accept_backlog, configure
 from judge.service.metrics import MULTIPROC_ENV
 
 #: The standard asyncio loop even where uvloop is installed (uvicorn's "auto" would pick
@@ -93,13 +89,15 @@ def run_service(
         f"judge serve: state {store.describe()}, "
         f"logs in {'the state database' if settings.logs == 'database' else settings.data_dir}, "
         f"transcripts dir {settings.transcripts_dir or 'none (execution_summary paths refused)'}, "
-        f"max body {settings.max_body} bytes, {auth}, {workers} worker(s)"
+        f"max body {settings.max_body} bytes, transcripts up to {settings.max_transcript_bytes} bytes, "
+        f"{auth}, {workers} worker(s)"
     )
     _err(
         f"judge serve: at most {settings.max_connections} connections per worker; request headers "
-        f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s"
+        f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s, answers "
+        f"taken within {settings.write_timeout:g}s"
     )
-    configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
+    configure(connection_limits(settings))
     try:
         if workers > 1:
             store.close()  # each worker opens its own

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from judge.llm.prompts import (
     template_environment,
     template_variables,
 )
-from judge.llm.template_limits import BoundedEnvironment, RangeBudget
+from judge.llm.template_limits import BoundedEnvironment, render_budget
 
 #: Context fields callers may leave out (a template using them needs ``| default``).
 OPTIONAL_FIELDS: tuple[str, ...] = (
@@ -140,8 +141,12 @@ def _undefined_hint(name: str, event: str, variables: dict[str, Any]) -> str:
     return " (context fields judge does not document are only available as context.<name>)"
 
 
+#: Longest one sample render may take (a template rendering for longer is refused).
+VALIDATE_SECONDS = 2.0
+
+
 def _render(template: jinja2.Template, context: dict[str, Any]) -> str:
-    with RangeBudget():
+    with render_budget(time.monotonic() + VALIDATE_SECONDS):
         return template.render(template_variables(context))
 
 

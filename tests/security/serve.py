@@ -14,7 +14,8 @@ from tests.service.test_service import REPO, Service
 
 
 class LimitedService(Service):
-    """`judge serve` started with ``RLIMIT_NOFILE`` set to ``nofile`` = (soft, hard)."""
+    """`judge serve` started with ``RLIMIT_NOFILE`` set to ``nofile`` = (soft, hard) and
+    ``RLIMIT_AS`` to ``memory`` bytes."""
 
     def __init__(
         self,
@@ -23,18 +24,22 @@ class LimitedService(Service):
         nofile: tuple[int, int] | None = None,
         env_extra: dict[str, str] | None = None,
         cwd: Path | None = None,
+        memory: int | None = None,
     ) -> None:
         super().__init__(workdir, args)
         self.nofile = nofile
+        self.memory = memory
         self.env_extra = env_extra or {}
         self.cwd = cwd
 
     def start(self) -> LimitedService:
-        nofile = self.nofile
+        nofile, memory = self.nofile, self.memory
 
         def limit() -> None:
             if nofile is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, nofile)
+            if memory is not None:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "OPENAI_", "ANTHROPIC_"))}
         env["PYTHONPATH"] = str(REPO)

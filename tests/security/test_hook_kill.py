@@ -14,11 +14,12 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from judge.config import Hook
-from judge.hooks.command import run_command_hook
+from judge.hooks.command import KILL_GRACE, run_command_hook
 from tests.security.sandbox_probe import (
     MODES,
     RUNNER,
@@ -61,14 +62,19 @@ def _quoted(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-async def _run_and_watch(hook: Hook, marker: str, namespaces: bool) -> tuple[list[int], float, object]:
-    """Run the hook; while it runs, find the escaped sleeper's host pids."""
+async def _run_and_watch(
+    hook: Hook, marker: str, namespaces: bool, seen_flag: Path | None = None
+) -> tuple[list[int], float, object]:
+    """Run the hook; while it runs, find the escaped sleeper's host pids (and then create
+    ``seen_flag``, which a hook may wait for)."""
     start = time.monotonic()
     task = asyncio.ensure_future(run_command_hook(hook, "{}", namespaces=namespaces))
     seen: list[int] = []
     while not task.done() and not seen:
         seen = pids_with(marker)
         await asyncio.sleep(0.01)
+    if seen_flag is not None and seen:
+        seen_flag.touch()
     result = await task
     return seen, time.monotonic() - start, result
 
@@ -92,15 +98,16 @@ async def test_escaped_children_die_at_the_deadline(kind: str, mode: str) -> Non
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("kind", list(ESCAPES))
-async def test_escaped_children_die_when_the_hook_ends(kind: str, mode: str) -> None:
+async def test_escaped_children_die_when_the_hook_ends(kind: str, mode: str, hook_writable: Path) -> None:
     skip_unless_mode(mode)
     marker, spelled = token()
-    # The hook waits until its escapee runs, then answers at once.
-    wait = f"while ! pgrep -f {marker} >/dev/null; do sleep 0.01; done; exit 0"
+    # The hook waits until the test has seen its escapee running, then answers at once.
+    flag = hook_writable / "seen"
+    wait = f"while [ ! -e {flag} ]; do sleep 0.01; done; exit 0"
     hook = Hook.model_validate(
         {"type": "command", "command": escape_command(kind, spelled, wait), "timeout": 10}
     )
-    seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns")
+    seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns", flag)
     assert seen, "the escaping child never started"
     assert (result.exit_code, result.timed_out) == (0, False)  # type: ignore[attr-defined]
     assert elapsed < 8
@@ -145,3 +152,45 @@ def test_a_judge_killed_mid_hook_leaves_nothing_running(mode: str) -> None:
     while pids_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert pids_with(marker) == []
+
+
+#: A child that forks and exits, over and over (every generation re-parented, none living
+#: long); each generation adds a byte to the file named in argv[1].
+CHAIN = (
+    "import os, sys\n"
+    "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+    "while True:\n"
+    "    os.write(fd, b'.')\n"
+    "    if os.fork(): os._exit(0)\n"
+    "    os.setsid()\n"
+)
+
+
+def _still_growing(path: Path) -> bool:
+    before = path.stat().st_size
+    time.sleep(0.5)
+    return path.stat().st_size != before
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_child_that_keeps_forking_and_exiting_dies_at_the_deadline(
+    mode: str, hook_writable: Path
+) -> None:
+    skip_unless_mode(mode)
+    for attempt in range(5):  # it used to get away in most runs
+        generations = hook_writable / f"generations-{attempt}"
+        generations.touch()
+        generations.chmod(0o666)
+        command = f"python3 -c {_quoted(CHAIN)} {generations} </dev/null >/dev/null 2>&1 &\nsleep 30"
+        hook = Hook.model_validate({"type": "command", "command": command, "timeout": 2})
+        start = time.monotonic()
+        result = await run_command_hook(hook, "{}", namespaces=mode == "ns")
+        elapsed = time.monotonic() - start
+        assert result.timed_out
+        assert generations.stat().st_size > 100, "the chain never ran"
+        assert not _still_growing(generations), f"run {attempt}: a generation outlived the hook"
+        # within its grace the supervisor killed everything itself (it used to be killed at
+        # the end of its grace, its last escapee re-parented to PID 1)
+        assert elapsed < 2 + KILL_GRACE, (
+            f"run {attempt}: answered {elapsed:.2f}s after start for a 2 s timeout"
+        )

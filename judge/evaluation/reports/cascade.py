@@ -27,6 +27,7 @@ from typing import Any
 from judge.config import STOP_EVENTS
 from judge.decision import CascadeStage
 from judge.evaluation.runner import CaseResult
+from judge.redact import visible_controls
 
 
 def _verdict(stage: CascadeStage | None, event: str | None) -> str | None:
@@ -143,7 +144,7 @@ def cascade_summary(report: dict[str, Any]) -> list[str]:
 def _cell(value: Any) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.3f}" if isinstance(value, float) else html.escape(str(value))
+    return f"{value:.3f}" if isinstance(value, float) else html.escape(visible_controls(str(value)))
 
 
 def cascade_html(report: dict[str, Any]) -> str:
@@ -153,7 +154,7 @@ def cascade_html(report: dict[str, Any]) -> str:
     for hook, section in (report.get("cascade") or {}).items():
         first, final, escalated = section["firstAlone"], section["cascade"], section["escalated"]
         parts.append(
-            f"<h3>{html.escape(hook)}</h3><table><tr><th></th><th>accuracy</th><th>scored</th>"
+            f"<h3>{html.escape(visible_controls(hook))}</h3><table><tr><th></th><th>accuracy</th><th>scored</th>"
             "<th>cost (USD)</th></tr>"
             f"<tr><td>first stage alone</td><td>{_cell(first['accuracy'])}</td><td>{first['scored']}</td>"
             f"<td>{first['costUsd']:.4f}</td></tr>"

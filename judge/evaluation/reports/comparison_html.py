@@ -13,6 +13,7 @@ from typing import Any
 
 from judge.evaluation.reports.html import PAGE_CSS
 from judge.evaluation.suite import Case
+from judge.redact import visible_controls
 
 #: Disagreements shown on the page (comparison.json lists them all).
 MAX_LISTED = 500
@@ -27,7 +28,7 @@ _CSS = (
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(visible_controls("" if value is None else str(value)), quote=True)
 
 
 def _num(value: Any, digits: int = 3) -> str:

@@ -16,6 +16,7 @@ from judge.evaluation.reports.junit import said
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
 from judge.files import open_regular
+from judge.redact import visible_controls
 
 #: Transcript text embedded per disagreement is capped (the file path is shown too).
 TRANSCRIPT_CAP = 100_000
@@ -58,7 +59,7 @@ _HEADLINE = (
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html.escape(visible_controls("" if value is None else str(value)), quote=True)
 
 
 def _fmt(value: Any) -> str:

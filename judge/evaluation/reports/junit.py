@@ -17,12 +17,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from judge.evaluation.runner import CaseResult
+from judge.redact import visible_controls
 
 
 def _clean(text: str) -> str:
-    """Drop characters XML 1.0 cannot carry."""
+    """Drop characters XML 1.0 cannot carry; show bidirectional controls as escapes."""
     return "".join(
-        ch for ch in text if ch in "\t\n\r" or 0x20 <= ord(ch) <= 0xD7FF or 0xE000 <= ord(ch) <= 0x10FFFF
+        ch
+        for ch in visible_controls(text)
+        if ch in "\t\n\r" or 0x20 <= ord(ch) <= 0xD7FF or 0xE000 <= ord(ch) <= 0x10FFFF
     )
 
 
@@ -51,7 +54,7 @@ def build_junit(results: list[CaseResult], name: str) -> ET.Element:
     by_case: dict[str, list[CaseResult]] = {}
     for r in results:
         by_case.setdefault(r.id, []).append(r)
-    suite_name = name or "judge-eval"
+    suite_name = _clean(name or "judge-eval")
     root = ET.Element("testsuites", name=suite_name)
     suite = ET.SubElement(root, "testsuite", name=suite_name)
     failures = errors = 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS
-from judge.files import load_json
+from judge.files import load_json, open_regular, text_lines
 from judge.integrations.claude_code.protocol import ClaudeCodeInput
 
 
@@ -35,6 +35,10 @@ def _text_of(content: Any) -> str:
     return "\n".join(p for p in parts if isinstance(p, str) and p.strip())
 
 
+#: Longest line of a session log read whole (longer ones come in pieces, none of them JSON).
+_MAX_LINE_BYTES = 16 << 20
+
+
 def subagent_final_text(jsonl: Path, agent_id: str | None) -> str | None:
     """The last assistant text of a subagent, from the sidechain lines of a session log.
 
@@ -44,8 +48,8 @@ def subagent_final_text(jsonl: Path, agent_id: str | None) -> str | None:
     last_id: object = None
     last_text = ""
     try:
-        with jsonl.open("r", encoding="utf-8", errors="replace") as src:
-            for raw in src:
+        with open_regular(jsonl, "transcript") as handle:
+            for raw in text_lines(handle, _MAX_LINE_BYTES):
                 try:
                     obj = load_json(raw)
                 except ValueError:  # not JSON, or nested too deeply

@@ -87,13 +87,15 @@ def _read_small(path: str, limit: int) -> bytes | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        with os.fdopen(os.dup(fd), "rb") as src:
+        with os.fdopen(os.dup(fd), "rb") as src:  # (still O_NONBLOCK)
             data = src.read(limit + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return data if len(data) <= limit else None
+    # None: a special file whose reads wait (``stat`` calls it regular); the full reader
+    # then refuses it with its name.
+    return data if data is not None and len(data) <= limit else None
 
 
 def _copy_path(state_path: str, sha: str) -> str:

@@ -1,8 +1,8 @@
 """Building the SDK clients: API settings from the environment, the HTTP transport, TLS.
 
 Every client is made with ``max_retries=0`` (:mod:`judge.llm.retry` owns retries), the
-SDK's aiohttp transport where installed, and one shared TLS context (none for a plain
-``http://`` server).
+SDK's aiohttp transport where installed, one shared TLS context (none for a plain
+``http://`` server) and a cap on the size of an answer (:data:`MAX_RESPONSE_BYTES`).
 """
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ import functools
 import importlib.util
 import os
 import ssl
-from collections.abc import Mapping
+import sys
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from judge.errors import HookError
+from judge.llm.providers.failures import ResponseTooLarge
 
 
 @functools.cache
@@ -68,8 +70,48 @@ def tls_verify(base_url: str | None) -> ssl.SSLContext | bool:
     return shared_ssl_context()
 
 
+#: Largest answer read from a provider (a judge's answer is a few kB; a server sending a
+#: gigabyte would otherwise be read whole, in memory, twice).
+MAX_RESPONSE_BYTES = 8 << 20
+
+
+class _Capped:
+    """A response body stream that stops with :class:`ResponseTooLarge` past ``limit`` bytes."""
+
+    def __init__(self, inner: Any, limit: int) -> None:
+        self.inner, self.limit = inner, limit
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise ResponseTooLarge(f"the answer is larger than {self.limit} bytes; not read further")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def cap_response(response: Any) -> None:
+    """An ``httpx`` response hook: a body over :data:`MAX_RESPONSE_BYTES` (declared, or
+    as it arrives) raises :class:`ResponseTooLarge` instead of being read whole."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        raise ResponseTooLarge(f"the answer declares {declared} bytes, over {MAX_RESPONSE_BYTES}")
+    package = sys.modules[type(response).__module__.partition(".")[0]]  # (httpx, or the SDKs' fork)
+    response.stream = _capped_class(package.AsyncByteStream)(response.stream, MAX_RESPONSE_BYTES)
+
+
+@functools.cache
+def _capped_class(stream_base: type) -> type:
+    """:class:`_Capped` as the HTTP library's async stream (which it checks the type of)."""
+    return type("CappedStream", (_Capped, stream_base), {})
+
+
 def sdk_client(sdk: Any, client_class: Any, api_key: str, base_url: str | None) -> Any:
-    """An async SDK client (no SDK retries: :mod:`judge.llm.retry` owns them)."""
+    """An async SDK client (no SDK retries: :mod:`judge.llm.retry` owns them), reading at
+    most :data:`MAX_RESPONSE_BYTES` of an answer."""
     http_client_class = sdk.DefaultAsyncHttpxClient
     if http_transport() == "aiohttp":
         http_client_class = getattr(sdk, "DefaultAioHttpClient", http_client_class)
@@ -77,5 +119,5 @@ def sdk_client(sdk: Any, client_class: Any, api_key: str, base_url: str | None) 
         api_key=api_key,
         base_url=base_url,
         max_retries=0,
-        http_client=http_client_class(verify=tls_verify(base_url)),
+        http_client=http_client_class(verify=tls_verify(base_url), event_hooks={"response": [cap_response]}),
     )

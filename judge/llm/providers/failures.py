@@ -9,6 +9,7 @@ says what happened; :func:`transport_failure` reads it:
   never does);
 * TLS failure (bad certificate, plain HTTP on an ``https`` URL) →
   :class:`~judge.errors.HookError` (not retried: it does not fix itself);
+* an answer over the size cap (:class:`ResponseTooLarge`) → that error (not retried);
 * anything else → a transient "connection error" (retried within the hook timeout).
 
 Every message names the provider, the model and the base URL.
@@ -35,6 +36,11 @@ class ConnectionFailure(TransientError):
     """The server could not be reached (refused, unknown host): retried only briefly."""
 
 
+class ResponseTooLarge(HookError):
+    """A provider's answer over :data:`judge.llm.providers.clients.MAX_RESPONSE_BYTES`:
+    reading stopped there (not retried: a server sending that much will again)."""
+
+
 def _causes(exc: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = exc
@@ -54,6 +60,9 @@ def _host(url: str) -> str:
 def transport_failure(exc: BaseException, label: str, url: str) -> Exception:
     """The error to raise for an SDK connection or timeout error ``exc`` (see module doc)."""
     causes = _causes(exc)
+    for cause in causes:
+        if isinstance(cause, ResponseTooLarge):
+            return HookError(f"{label} at {url}: {cause}")
     for cause in reversed(causes):  # the innermost: wrappers say less
         if isinstance(cause, ssl.SSLError):
             detail = getattr(cause, "reason", None) or cause.strerror or cause.__class__.__name__

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge.files import open_regular
 from judge.llm.tools.deadline import ToolDeadline
 from judge.llm.tools.patterns import Pattern
 from judge.llm.tools.reader import Chunk, chunks
@@ -137,7 +138,7 @@ def grep_lines(
     last = 0
     cursor = _Cursor()
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, "transcript") as handle:
             for chunk in chunks(handle, block, overlap, budget):
                 data = _as_searched(pattern, chunk)
                 for number, text in _chunk_hits(pattern, data, len(data), chunk, cursor, deadline, budget):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from judge.files import open_regular
 from judge.llm.tools.deadline import ToolDeadline
 from judge.llm.tools.reader import MAX_LINE_CHARS, line_index, read_line, seek_line
 
@@ -39,7 +40,7 @@ def read_window(path: Path, start: int, end: int, block: int, budget: ToolDeadli
     size = 0
     shown_end = start - 1
     used = 0
-    with path.open("rb") as handle:
+    with open_regular(path, "transcript") as handle:
         seek_line(handle, index, start, block, budget)
         for number in range(start, end + 1):
             if used > MAX_READ_BYTES and out:

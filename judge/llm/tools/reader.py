@@ -16,6 +16,7 @@ from io import BufferedReader
 from pathlib import Path
 from typing import IO, NamedTuple
 
+from judge.files import open_regular
 from judge.llm.tools.deadline import ToolDeadline
 
 #: Bytes read at a time. A block is searched whole, so lines up to a few blocks long are
@@ -122,7 +123,7 @@ def _build_index(path: Path, block: int, budget: ToolDeadline) -> LineIndex:
     step = max(1, min(MARK_BYTES, block))
     newlines, offset, last = 0, 0, b"\n"
     mark_lines, mark_offsets = [1], [0]
-    with path.open("rb") as handle:
+    with open_regular(path, "transcript") as handle:
         while True:
             budget.check()
             data = handle.read(block)
