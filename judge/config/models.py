@@ -27,6 +27,19 @@ MAX_SCRIPT_BYTES = 64 * 1024
 MATCH_TIMEOUT = 0.1
 SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 
+_PYTHON_LINE = re.compile(r"^\s*(import \w|from [\w.]+ import |def \w+\(|print\()", re.MULTILINE)
+
+
+def missing_shebang(script: str) -> str:
+    """The problem of a ``script`` without a ``#!`` line, with the line to add (a body that
+    looks like Python gets the Python one: run as bash, it would fail with exit 2, which
+    judge reads as a deliberate block with a bash error as its reason)."""
+    python = _PYTHON_LINE.search(script) is not None
+    line = SUPPORTED_SHEBANGS[1] if python else SUPPORTED_SHEBANGS[0]
+    looks = " (the script looks like Python)" if python else ""
+    return f"script has no #! line; start it with {line}{looks}, or use command: for a one-line shell command"
+
+
 FailMode = Literal["allow", "block"]
 #: ``required``: a prompt hook's rejections must cite verified transcript lines.
 EvidenceMode = Literal["off", "required"]
@@ -102,8 +115,8 @@ class Hook(BaseModel):
     )
     script: str | None = Field(
         None,
-        description="Command hooks: a multi-line script run by its shebang "
-        "(`#!/bin/bash` or `#!/usr/bin/env python3`; none means bash). Excludes `command`.",
+        description="Command hooks: a multi-line script whose first line is its shebang, "
+        "`#!/bin/bash` or `#!/usr/bin/env python3` (required). Excludes `command`.",
     )
     cwd: str = Field(
         "temp",
@@ -200,7 +213,9 @@ class Hook(BaseModel):
         if size > MAX_SCRIPT_BYTES:
             raise ValueError(f"script is {size} bytes; the limit is {MAX_SCRIPT_BYTES} (64 KB)")
         first = value.lstrip("\n").split("\n", 1)[0].strip()
-        if first.startswith("#!") and first not in SUPPORTED_SHEBANGS:
+        if not first.startswith("#!"):
+            raise ValueError(missing_shebang(value))
+        if first not in SUPPORTED_SHEBANGS:
             raise ValueError(f"unsupported shebang {first!r}; use one of {', '.join(SUPPORTED_SHEBANGS)}")
         return value
 

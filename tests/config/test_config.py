@@ -130,8 +130,24 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ),
     (
         "script on a prompt hook",
-        stop({**PROMPT, "script": "true"}),
+        stop({**PROMPT, "script": "#!/bin/bash\ntrue"}),
         ["hooks.Stop[0].script: not allowed on prompt hooks (set type: command)"],
+    ),
+    (
+        "a Python script without a #! line",
+        stop({"type": "command", "script": "import json, sys\nprint(json.load(sys.stdin))\n"}),
+        [
+            "hooks.Stop[0].script: script has no #! line; start it with #!/usr/bin/env python3 "
+            "(the script looks like Python), or use command: for a one-line shell command"
+        ],
+    ),
+    (
+        "a shell script without a #! line",
+        stop({"type": "command", "script": "test -f done.txt\necho ok\n"}),
+        [
+            "hooks.Stop[0].script: script has no #! line; start it with #!/bin/bash, "
+            "or use command: for a one-line shell command"
+        ],
     ),
     (
         "missing matcher on PostToolUse",
