@@ -24,6 +24,7 @@ from judge.llm.prompts import (
     TEMPLATE_FIELDS,
     template_environment,
     template_variables,
+    written_syntax_error,
 )
 from judge.llm.template_limits import BoundedEnvironment, RangeBudget
 
@@ -155,6 +156,7 @@ def template_problems(
         template = env.from_string(prompt.replace(ARGUMENTS, PLACEHOLDER))
         rendered = _render(template, full)
     except jinja2.TemplateSyntaxError as exc:
+        exc = written_syntax_error(exc, env)
         return [f"{_at(exc.filename, exc.lineno, base_dir)}: {exc.message}"], []
     except jinja2.TemplateNotFound as exc:
         return [f"{_place(exc, base_dir)}: included template not found: {exc.name}"], []

@@ -38,6 +38,17 @@ ERRORS = [
         ["hooks.Stop[0].prompt: line 2: Expected an expression, got 'end of statement block'"],
     ),
     Case(
+        "a syntax error next to $ARGUMENTS names what was written, at its place",
+        stop("Check the final answer: {{ final_output $ARGUMENTS }}"),
+        ["hooks.Stop[0].prompt: line 1: unexpected char '$' at 40"],
+    ),
+    Case(
+        "a syntax error next to $ARGUMENTS inside an included file",
+        stop("{% include 'mine.j2' %}"),
+        ["hooks.Stop[0].prompt: mine.j2 line 2: unexpected char '$' at 29"],
+        files={"mine.j2": "Check the final answer.\n{{ x $ARGUMENTS }}\n"},
+    ),
+    Case(
         "include of a missing file",
         stop("Check the final answer.\n\n{% include 'missing.j2' %}"),
         ["hooks.Stop[0].prompt: line 3: included template not found: missing.j2"],
