@@ -20,7 +20,7 @@ from judge.cli.logs import add_logs_parser
 from judge.cli.model_flag import ModelFlag
 from judge.cli.run import add_run_parser
 from judge.cli.serve import add_serve_parser
-from judge.errors import ConfigError
+from judge.cli.validate import add_validate_parser
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,40 +40,13 @@ def _err(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# judge validate / judge config schema
+# judge validate / judge config schema / judge init
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from judge.config import EVENTS, load_config
-    from judge.validation import check_config
+    from judge.cli.validate import validate_main
 
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            _err(" ".join(problem.splitlines()))
-        return 1
-    findings = check_config(config)
-    for finding in findings:
-        _err(" ".join(str(finding).splitlines()))
-    if any(f.severity == "error" or args.strict for f in findings):
-        return 1
-    for event in EVENTS:
-        hooks = config.hooks.for_event(event)
-        custom = sum(len(a.hooks.for_event(event)) for a in config.custom_agents.values())
-        if not hooks and not custom:
-            continue
-        kinds = {t: sum(1 for h in hooks if h.type == t) for t in ("prompt", "command")}
-        line = f"{event}: {len(hooks)} hook(s) ({kinds['prompt']} prompt, {kinds['command']} command)"
-        if custom:
-            line += f", {custom} in custom agents"
-        print(line)
-    if not any(
-        config.hooks.for_event(e) or any(a.hooks.for_event(e) for a in config.custom_agents.values())
-        for e in EVENTS
-    ):
-        print("no hooks configured")
-    return 0
+    return validate_main(args)
 
 
 def cmd_config_schema(args: argparse.Namespace) -> int:
@@ -151,10 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("validate", help="validate a hook configuration")
-    p.add_argument("config", help="YAML or JSON hook configuration")
-    p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
-    p.set_defaults(func=cmd_validate)
+    add_validate_parser(sub, cmd_validate)
 
     p = sub.add_parser("config", help="configuration helpers")
     csub = p.add_subparsers(dest="config_command", required=True, parser_class=_Parser)

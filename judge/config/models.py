@@ -358,6 +358,12 @@ class Config(BaseModel):
     hooks_key: str = Field(
         "hooks", exclude=True, description="Where the hooks were written: `hooks` or `spec.hooks`."
     )
+    places: dict[str, str] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="A partial configuration's hooks kept at another index than written "
+        "(kept place -> written place; see judge.config.load.partial_config).",
+    )
 
     def hooks_for(self, event: str, agent_name: str | None) -> list[tuple[str, int, Hook]]:
         """(level, index, hook) for ``event``: agent level first, then the custom agent's."""

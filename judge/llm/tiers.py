@@ -28,6 +28,8 @@ ALIASES: dict[str, str] = {
     "smallfast": "Fast",
     "eval": "Reasoning",
 }
+#: The aliases as documented (any case is accepted).
+ALIAS_NAMES: tuple[str, ...] = ("ReasoningHeavy", "GeneralPurpose", "SmallFast", "Eval")
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "fake")
 #: The variable naming each SDK provider's server (``openai:`` -> ``OPENAI_BASE_URL``).
 BASE_URL_VARS: dict[str, str] = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}

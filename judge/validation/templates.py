@@ -7,7 +7,6 @@ judgement, so a syntax error, an ``{% include %}`` of a missing file or an undef
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,7 @@ from judge.llm.prompts import (
     written_syntax_error,
 )
 from judge.llm.template_limits import BoundedEnvironment, RangeBudget
+from judge.suggest import did_you_mean
 
 #: Context fields callers may leave out (a template using them needs ``| default``).
 OPTIONAL_FIELDS: tuple[str, ...] = (
@@ -135,9 +135,9 @@ def _library() -> Path | None:
 def _undefined_hint(name: str, event: str, variables: dict[str, Any]) -> str:
     if any(name in fields for fields in TEMPLATE_FIELDS.values()):
         return f" (not a field of {event} events)"
-    near = difflib.get_close_matches(name, list(variables), n=1, cutoff=0.75)
+    near = did_you_mean(name, variables)
     if near:
-        return f" (did you mean {near[0]}?)"
+        return near
     return " (context fields judge does not document are only available as context.<name>)"
 
 
