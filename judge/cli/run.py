@@ -92,8 +92,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.session and not args.state:
         _err("--session needs --state DB to keep the rejection count")
         return 1
+    from judge.validation import runnable
+
     try:
-        config = load_config(args.config)
+        # the checks of judge validate first (errors only: stderr is for the decision's
+        # own problems): a misspelt tier would be sent to the provider as a model name, a
+        # broken template fail at the first judgement
+        config = runnable(load_config(args.config), source=args.config)
         context = _read_context(args.context)
     except ConfigError as exc:
         for problem in exc.problems:

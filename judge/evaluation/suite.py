@@ -112,6 +112,8 @@ class Suite:
     event: str
     cases: list[Case]
     repeats: int
+    #: The hook config file judged with (the suite's, or ``judge eval --config``'s).
+    config_path: Path | None = None
 
 
 #: Known values of a case's fields that take one of a few (for the near miss of another).
@@ -287,4 +289,5 @@ def load_suite(path: str | Path, config_override: str | Path | None = None) -> S
         event=doc.event,
         cases=cases,
         repeats=doc.repeats,
+        config_path=config_path,
     )
