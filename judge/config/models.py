@@ -40,6 +40,10 @@ def missing_shebang(script: str) -> str:
     return f"script has no #! line; start it with {line}{looks}, or use command: for a one-line shell command"
 
 
+#: Options that mean something on prompt hooks only: a command hook's are left out of what
+#: is echoed and stored unless written (their defaults would read as if they applied).
+PROMPT_ONLY_FIELDS: frozenset[str] = frozenset({"model", "max_rejections", "evidence"})
+
 FailMode = Literal["allow", "block"]
 #: ``required``: a prompt hook's rejections must cite verified transcript lines.
 EvidenceMode = Literal["off", "required"]
