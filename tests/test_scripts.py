@@ -212,3 +212,20 @@ def test_the_demos_path_command_works_where_local_bin_does_not_exist(tmp_path: P
         [str(home / ".local" / "bin" / "judge"), "--version"], capture_output=True, text=True, timeout=60
     )
     assert version.stdout.startswith("judge ")
+
+
+def test_the_dataset_conversion_says_where_to_download_what_is_missing(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", str(REPO / "evals" / "convert.sh"), str(tmp_path / "datasets")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    llmbar = "https://raw.githubusercontent.com/princeton-nlp/LLMBar/main/Dataset/LLMBar/Natural/dataset.json"
+    tau = "https://raw.githubusercontent.com/sierra-research/tau-bench/main/historical_trajectories/gpt-4o-airline.json"
+    assert f'curl -fsSL -o "{tmp_path}/datasets/llmbar/natural.json" {llmbar}' in done.stderr
+    assert f'curl -fsSL -o "{tmp_path}/datasets/tau-bench/gpt-4o-airline.json" {tau}' in done.stderr
+    guide = (REPO / "evals" / "README.md").read_text()
+    assert llmbar in guide and tau in guide
