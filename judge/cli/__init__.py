@@ -12,12 +12,14 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from judge import __version__
 from judge.cli.claude_code import add_claude_code_parser
+from judge.cli.help import HelpFormatter, add_exit_codes
 from judge.cli.logs import add_logs_parser
 from judge.cli.model_flag import ModelFlag
+from judge.cli.report_view import add_view_flags
 from judge.cli.run import add_run_parser
 from judge.cli.serve import add_serve_parser
 from judge.cli.validate import add_validate_parser
@@ -26,9 +28,14 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a configurable exit code for usage errors."""
+    """argparse with a configurable exit code for usage errors, and help that shows the
+    defaults (:class:`~judge.cli.help.HelpFormatter`)."""
 
     error_exit = 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -115,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="judge",
         description="An LLM-as-judge quality gate for AI agents.",
+        epilog="`judge COMMAND --help` shows a command's options with their defaults, and its exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -141,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
     p.add_argument("suite", help="suite YAML file")
     p.add_argument("--out", required=True, help="output folder for results and reports")
-    p.add_argument("--concurrency", type=int, default=None, help="parallel judgements")
+    p.add_argument("--concurrency", type=int, default=None, help="parallel judgements (default: 16)")
     p.add_argument(
         "--workers",
         type=int,
@@ -150,7 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes sharing the judgements (default: the available CPUs, "
         "at least 50 judgements each)",
     )
-    p.add_argument("--repeats", type=int, default=None, help="judge each case K times")
+    p.add_argument(
+        "--repeats", type=int, default=None, help="judge each case K times (default: the suite's repeats)"
+    )
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
     p.add_argument(
@@ -190,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="judge through the providers' batch APIs (cheaper, hours of latency, no tools)",
     )
+    add_view_flags(p)
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
@@ -233,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="output folder for the suite")
     s.add_argument("--limit", type=int, default=None, help="convert at most N items")
     s.set_defaults(func=cmd_datasets_convert)
+    add_exit_codes(sub)
     return parser
 
 

@@ -20,8 +20,6 @@ from typing import Any
 
 from judge.errors import ConfigError
 
-EXIT_CODES = "exit codes: 0 valid (warnings are printed), 1 errors (or warnings with --strict)"
-
 
 def add_validate_parser(sub: Any, handler: Any) -> None:
     p = sub.add_parser(
@@ -29,7 +27,6 @@ def add_validate_parser(sub: Any, handler: Any) -> None:
         help="validate a hook configuration",
         description="Prove a hook configuration can run: its shape, every prompt template "
         "rendered against a sample context, every model resolved, likely mistakes warned about.",
-        epilog=EXIT_CODES,
     )
     p.add_argument("config", help="YAML or JSON hook configuration")
     p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
