@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from judge.config import EVENTS, STOP_EVENTS
+from judge.config import STOP_EVENTS, unknown_event
 from judge.errors import ContextError
 
 #: Largest turn or rejection count accepted (anything near it is a caller's mistake; it
@@ -86,7 +86,7 @@ def context_model(event: str) -> type[HookContext]:
         return PostToolUseContext
     if event == "PreToolUse":
         return PreToolUseContext
-    raise ContextError(f"unknown event {event!r} (expected one of {', '.join(EVENTS)})")
+    raise ContextError(unknown_event(event))
 
 
 def parse_context(event: str, data: Any) -> HookContext:

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "==> setting up (.venv, judge and its dependencies)"
+echo "==> setting up (.venv with judge and its dependencies; nothing else is installed)"
 bash scripts/setup.sh
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/judge-demo.XXXXXX")"
@@ -109,7 +109,16 @@ cat <<TXT
     This demo ran $ROOT/.venv/bin/judge. To type \`judge\` from anywhere:
 
       source "$ROOT/.venv/bin/activate"                     # in this shell
-      ln -s "$ROOT/.venv/bin/judge" ~/.local/bin/judge      # for good (with ~/.local/bin on PATH)
+      mkdir -p ~/.local/bin && ln -sf "$ROOT/.venv/bin/judge" ~/.local/bin/judge    # for good
+TXT
+case ":$PATH:" in
+  *":$HOME/.local/bin:"*) ;;
+  *) cat <<'TXT'
+      echo 'export PATH="$HOME/.local/bin:$PATH"' >> ~/.bashrc   # ~/.local/bin is not on your PATH yet
+TXT
+    ;;
+esac
+cat <<'TXT'
 
     Then start your own project: judge init my-agent
 TXT

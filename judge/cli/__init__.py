@@ -12,23 +12,30 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from judge import __version__
 from judge.cli.claude_code import add_claude_code_parser
+from judge.cli.help import HelpFormatter, add_exit_codes
 from judge.cli.logs import add_logs_parser
 from judge.cli.model_flag import ModelFlag
+from judge.cli.report_view import add_view_flags
 from judge.cli.run import add_run_parser
 from judge.cli.serve import add_serve_parser
-from judge.errors import ConfigError
+from judge.cli.validate import add_validate_parser
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a configurable exit code for usage errors."""
+    """argparse with a configurable exit code for usage errors, and help that shows the
+    defaults (:class:`~judge.cli.help.HelpFormatter`)."""
 
     error_exit = 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -40,40 +47,13 @@ def _err(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# judge validate / judge config schema
+# judge validate / judge config schema / judge init
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from judge.config import EVENTS, load_config
-    from judge.validation import check_config
+    from judge.cli.validate import validate_main
 
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            _err(" ".join(problem.splitlines()))
-        return 1
-    findings = check_config(config)
-    for finding in findings:
-        _err(" ".join(str(finding).splitlines()))
-    if any(f.severity == "error" or args.strict for f in findings):
-        return 1
-    for event in EVENTS:
-        hooks = config.hooks.for_event(event)
-        custom = sum(len(a.hooks.for_event(event)) for a in config.custom_agents.values())
-        if not hooks and not custom:
-            continue
-        kinds = {t: sum(1 for h in hooks if h.type == t) for t in ("prompt", "command")}
-        line = f"{event}: {len(hooks)} hook(s) ({kinds['prompt']} prompt, {kinds['command']} command)"
-        if custom:
-            line += f", {custom} in custom agents"
-        print(line)
-    if not any(
-        config.hooks.for_event(e) or any(a.hooks.for_event(e) for a in config.custom_agents.values())
-        for e in EVENTS
-    ):
-        print("no hooks configured")
-    return 0
+    return validate_main(args)
 
 
 def cmd_config_schema(args: argparse.Namespace) -> int:
@@ -142,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="judge",
         description="An LLM-as-judge quality gate for AI agents.",
+        epilog="`judge COMMAND --help` shows a command's options with their defaults, and its exit codes.",
     )
     parser.add_argument("--version", action="version", version=f"judge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -151,10 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.set_defaults(func=cmd_init)
 
-    p = sub.add_parser("validate", help="validate a hook configuration")
-    p.add_argument("config", help="YAML or JSON hook configuration")
-    p.add_argument("--strict", action="store_true", help="treat warnings as errors (exit 1)")
-    p.set_defaults(func=cmd_validate)
+    add_validate_parser(sub, cmd_validate)
 
     p = sub.add_parser("config", help="configuration helpers")
     csub = p.add_subparsers(dest="config_command", required=True, parser_class=_Parser)
@@ -171,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
     p.add_argument("suite", help="suite YAML file")
     p.add_argument("--out", required=True, help="output folder for results and reports")
-    p.add_argument("--concurrency", type=int, default=None, help="parallel judgements")
+    p.add_argument("--concurrency", type=int, default=None, help="parallel judgements (default: 16)")
     p.add_argument(
         "--workers",
         type=int,
@@ -180,7 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes sharing the judgements (default: the available CPUs, "
         "at least 50 judgements each)",
     )
-    p.add_argument("--repeats", type=int, default=None, help="judge each case K times")
+    p.add_argument(
+        "--repeats", type=int, default=None, help="judge each case K times (default: the suite's repeats)"
+    )
     p.add_argument("--resume", action="store_true", help="keep results.jsonl; run what is missing")
     p.add_argument("--no-cache", action="store_true", help="bypass the judgement cache")
     p.add_argument(
@@ -220,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="judge through the providers' batch APIs (cheaper, hours of latency, no tools)",
     )
+    add_view_flags(p)
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
@@ -263,6 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="output folder for the suite")
     s.add_argument("--limit", type=int, default=None, help="convert at most N items")
     s.set_defaults(func=cmd_datasets_convert)
+    add_exit_codes(sub)
     return parser
 
 

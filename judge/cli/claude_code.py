@@ -76,6 +76,11 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
         help="PreToolUse rewrite mode written into the hook command",
     )
     i.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
+    i.add_argument(
+        "--force",
+        action="store_true",
+        help="register a configuration that judge validate finds errors in (refused otherwise)",
+    )
     i.add_argument("--uninstall", action="store_true", help="remove judge's hook entries only")
     i.set_defaults(func=install)
 

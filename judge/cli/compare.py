@@ -9,6 +9,7 @@ written); 1 when a ``--fail-under`` / ``--fail-over`` bound is violated by any v
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,20 @@ def _err(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def compare_main(settings: EvalSettings, variants: list[Variant]) -> int:
-    """Run every variant and compare them (exit codes: module docstring)."""
+def compare_main(settings: EvalSettings, variants: list[Variant], as_json: bool = False) -> int:
+    """Run every variant and compare them (exit codes: module docstring); ``as_json``:
+    comparison.json's content and the exit code on stdout instead of the table."""
+    code = _compare(settings, variants)
+    if as_json:
+        from judge.cli.report_view import print_json
+
+        path = settings.out / "comparison.json"
+        report = json.loads(path.read_text(encoding="utf-8")) if code != 2 and path.is_file() else None
+        print_json({"exitCode": code, "out": str(settings.out), "comparison": report})
+    return code
+
+
+def _compare(settings: EvalSettings, variants: list[Variant]) -> int:
     from judge.cli.eval import print_outcome
 
     def before(number: int, variant: Variant) -> None:

@@ -16,6 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from judge.cli.progress import make_progress
+from judge.cli.report_view import (
+    DEFAULT_SHOWN,
+    disagreement_lines,
+    open_report,
+    outcome_document,
+    print_json,
+)
 from judge.errors import UsageError
 from judge.evaluation.batch.state import summary_lines as batch_summary
 from judge.evaluation.bounds import parse_bounds
@@ -94,6 +101,7 @@ def settings_from(
         raise UsageError(f"--repeats must be between 1 and 100, got {args.repeats}")
     variants = plan_variants(getattr(args, "model", None), getattr(args, "config", None))
     cache = getattr(args, "cache", None)
+    quiet = bool(getattr(args, "quiet", False) or getattr(args, "json", False))  # --json: stdout is the JSON
     settings = EvalSettings(
         suite=args.suite,
         out=Path(args.out),
@@ -106,17 +114,17 @@ def settings_from(
         cache=Path(cache) if cache else None,
         recorded=bool(getattr(args, "recorded", False)),
         batch=bool(getattr(args, "batch", False)),
-        quiet=bool(getattr(args, "quiet", False)),
+        quiet=quiet,
         bounds=bounds,
         judge=judge,
         note=_err,
-        progress=lambda: make_progress(quiet=bool(getattr(args, "quiet", False))),
+        progress=lambda: make_progress(quiet=quiet),
     )
     return settings, variants
 
 
-def print_outcome(outcome: EvalOutcome, settings: EvalSettings) -> int:
-    """Print a single run's outcome; its exit code."""
+def print_outcome(outcome: EvalOutcome, settings: EvalSettings, show: int = 0) -> int:
+    """Print a single run's outcome (with the first ``show`` disagreements); its exit code."""
     for line in outcome.problems:
         _err(line)
     if outcome.problems or outcome.report is None or outcome.run is None:
@@ -124,6 +132,8 @@ def print_outcome(outcome: EvalOutcome, settings: EvalSettings) -> int:
     report, run = outcome.report, outcome.run
     if not settings.quiet:
         print(_summary(report, settings.out))
+        for line in disagreement_lines(report, show, settings.out):
+            print(line)
         if "batch" in report:
             print("\n".join(batch_summary(report["batch"])))
         print(
@@ -144,13 +154,23 @@ def print_outcome(outcome: EvalOutcome, settings: EvalSettings) -> int:
 
 def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int:
     """``judge eval``; ``judge`` overrides the LLM judge (tests, embedding)."""
+    as_json = bool(getattr(args, "json", False))
     try:
         settings, variants = settings_from(args, judge)
     except UsageError as exc:
+        if as_json:
+            print_json({"exitCode": 2, "problems": [f"judge eval: {exc}"]})
         _err(f"judge eval: {exc}")
         return 2
     if len(variants) > 1:
         from judge.cli.compare import compare_main  # side by side: DIR/<variant>/...
 
-        return compare_main(settings, variants)
-    return print_outcome(run_eval(settings), settings)
+        return compare_main(settings, variants, as_json=as_json)
+    outcome = run_eval(settings)
+    shown = getattr(args, "disagreements", None)
+    code = print_outcome(outcome, settings, DEFAULT_SHOWN if shown is None else shown)
+    if as_json:
+        print_json(outcome_document(outcome, settings.out, code))
+    if getattr(args, "open", False) and outcome.report is not None:
+        open_report(settings.out / "report.html")
+    return code

@@ -1,8 +1,9 @@
 """``judge init [DIR]``: a commented starter config and a labelled smoke suite.
 
 Writes ``judge.yaml`` and ``judge-smoke/{suite.yaml,cases.jsonl}`` into DIR (default:
-the current folder) and prints the commands to run next. Existing files are never
-overwritten unless ``--force``; then nothing is written at all.
+the current folder) and prints the commands to run next, Claude Code's included (its
+installer reads ``.claude/judge.yaml`` unless given ``--config``). Existing files are
+never overwritten unless ``--force``; then nothing is written at all.
 """
 
 from __future__ import annotations
@@ -120,6 +121,12 @@ Next:
   echo '{{"tool_name": "Bash", "tool_input": {{"command": "rm -rf /"}}}}' \\
     | judge run --config {config} --event PreToolUse
       one decision as JSON (the command hook blocks; no key needed)
+  judge claude-code install --config {config} --dry-run
+      with Claude Code, from your project's folder: the hooks it would add to
+      .claude/settings.json (drop --dry-run to add them). Without --config it reads
+      .claude/judge.yaml: move {config} there to keep it with the project. Claude Code
+      needs the API key in its environment for the Stop hook (without one the hook
+      errors and lets the answer through, saying so)
 """
 
 

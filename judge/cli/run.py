@@ -79,7 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import asyncio
     import sqlite3
 
-    from judge.config import EVENTS, load_config
+    from judge.config import EVENTS, load_config, unknown_event
     from judge.hooks.engine import Engine
     from judge.hooks.gate import Gate
     from judge.llm.providers.features_memo import remembering
@@ -87,13 +87,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from judge.state import open_store
 
     if args.event not in EVENTS:
-        _err(f"unknown event {args.event!r} (expected one of {', '.join(EVENTS)})")
+        _err(f"judge run: --event: {unknown_event(args.event)}")
         return 1
     if args.session and not args.state:
         _err("--session needs --state DB to keep the rejection count")
         return 1
+    from judge.validation import runnable
+
     try:
-        config = load_config(args.config)
+        # the checks of judge validate first (errors only: stderr is for the decision's
+        # own problems): a misspelt tier would be sent to the provider as a model name, a
+        # broken template fail at the first judgement
+        config = runnable(load_config(args.config), source=args.config)
         context = _read_context(args.context)
     except ConfigError as exc:
         for problem in exc.problems:

@@ -28,8 +28,10 @@ def add_serve_parser(sub: Any, run: Any) -> None:
     """``judge serve [--config F] [--host H] [--port P] [--state URL] [--logs WHERE] ...``."""
     p = sub.add_parser("serve", help="run the HTTP gate service")
     p.add_argument("--config", help="agent-level hook configuration (YAML or JSON)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8080)
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (beyond loopback only with JUDGE_API_TOKEN)"
+    )
+    p.add_argument("--port", type=int, default=8080, help="port to listen on (0: a free one)")
     p.add_argument("--data-dir", default="data", help="state DB and audit logs (default: ./data)")
     p.add_argument("--transcripts-dir", help="execution_summary paths must be inside this folder")
     p.add_argument("--state", help="postgresql://... shared by replicas (default: SQLite in --data-dir)")
@@ -40,7 +42,9 @@ def add_serve_parser(sub: Any, run: Any) -> None:
         "state's tables (default: database with --state postgresql://..., else files)",
     )
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--max-body", type=int, default=None, help="maximum request body in bytes")
+    p.add_argument(
+        "--max-body", type=int, default=None, help="maximum request body in bytes (default: 10 MiB)"
+    )
     p.add_argument(
         "--max-transcript-bytes",
         type=int,

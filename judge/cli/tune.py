@@ -101,7 +101,7 @@ def _tune(args: argparse.Namespace) -> int:
     )
     log = (lambda _m: None) if args.quiet else _err
     outcome = asyncio.run(tune(suite, options, log=log))
-    from judge.tuning.report import headline
+    from judge.tuning.report import headline, unscored_test_reason, warnings
 
     print(headline(outcome))
     scores = outcome.winner.scores
@@ -109,6 +109,11 @@ def _tune(args: argparse.Namespace) -> int:
         f"winner {outcome.winner.id} (baseline {outcome.baseline.id}); dev {scores.get('dev')}, "
         f"test {scores.get('test')}; {outcome.calls} LLM calls; stopped: {outcome.stopped}"
     )
+    why = unscored_test_reason(outcome)
+    if why is not None:
+        _err(f"judge tune: the test split was not scored: {why}")
+    for warning in warnings(outcome):
+        _err(f"warning: {warning}")
     for name, path in outcome.files.items():
         print(f"{name}: {path}")
     return 0

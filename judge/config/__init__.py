@@ -2,10 +2,12 @@
 
 The package is split by concept: :mod:`~judge.config.models` (the shapes),
 :mod:`~judge.config.parse` (YAML/JSON with duplicate keys refused),
-:mod:`~judge.config.load` (located validation of either form, loading files) and
+:mod:`~judge.config.load` (located validation of either form, loading files),
+:mod:`~judge.config.entries` (one hook set's entries, located, with near misses) and
 :mod:`~judge.config.schema` (the JSON Schema). The names below are the public API.
 """
 
+from judge.config.entries import unknown_event
 from judge.config.load import (
     BARE_KEYS,
     RESOURCE_KEYS,
@@ -56,5 +58,6 @@ __all__ = [
     "read_config_text",
     "type_field_problems",
     "unique_object",
+    "unknown_event",
     "validate_custom_agent",
 ]

@@ -17,124 +17,17 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from judge.config.models import (
-    EVENTS,
-    TOOL_EVENTS,
-    Budgets,
-    Config,
-    CustomAgent,
-    Hook,
-    HookSet,
-    ModelPrice,
-    type_field_problems,
-)
-from judge.config.parse import parse_document, place
+from judge.config.entries import pydantic_problems, validate_hookset
+from judge.config.models import Budgets, Config, CustomAgent, ModelPrice
+from judge.config.parse import parse_document
 from judge.errors import ConfigError
 from judge.files import FileTooLarge, NotARegularFile, read_text
+from judge.suggest import closest, did_you_mean
 
 BARE_KEYS = frozenset({"hooks", "customAgents", "models", "name", "prices", "budgets"})
 RESOURCE_KEYS = frozenset(
     {"api_version", "apiVersion", "kind", "metadata", "spec", "models", "prices", "budgets"}
 )
-
-
-def _pydantic_problems(prefix: str, exc: ValidationError) -> list[str]:
-    problems = []
-    for err in exc.errors():
-        loc = tuple(p for p in err["loc"] if p not in ("function-after[_type_fields()]",))
-        msg = str(err["msg"])
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, ") :]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "literal_error" and loc and loc[-1] == "type":
-            msg = f"must be 'prompt' or 'command', got {err.get('input')!r}"
-        elif err["type"] == "literal_error" and loc and loc[-1] == "failMode":
-            msg = f"must be 'allow' or 'block', got {err.get('input')!r}"
-        where = place(loc)
-        if ":" in msg.split(" ", 1)[0] and not where:
-            # model-level messages already name their field ("prompt: required ...")
-            field, _, rest = msg.partition(":")
-            problems.append(f"{prefix}.{field}:{rest}")
-        else:
-            problems.append(f"{prefix}.{where}: {msg}" if where else f"{prefix}: {msg}")
-    return problems
-
-
-_SNAKE_ALIASES = {
-    "fail_mode": "failMode",
-    "max_rejections": "maxRejections",
-    "background_tasks": "backgroundTasks",
-}
-
-
-def _located(prefix: str, messages: list[str]) -> list[str]:
-    """Prefix model-level messages with the hook's place (``prompt: ...`` -> ``<here>.prompt: ...``)."""
-    out = []
-    for msg in messages:
-        head, sep, rest = msg.partition(":")
-        if sep and " " not in head:
-            out.append(f"{prefix}.{head}:{rest}")
-        else:
-            out.append(f"{prefix}: {msg}")
-    return out
-
-
-def _validate_hookset(raw: Any, prefix: str, problems: list[str]) -> HookSet:
-    if raw is None:
-        return HookSet()
-    if not isinstance(raw, dict):
-        problems.append(f"{prefix}: must be a mapping of event name to a list of hooks")
-        return HookSet()
-    good: dict[str, list[Hook]] = {}
-    for event, entries in raw.items():
-        where = f"{prefix}.{event}"
-        if event not in EVENTS:
-            problems.append(f"{where}: unknown event {event!r} (expected one of {', '.join(EVENTS)})")
-            continue
-        if entries is None:
-            continue
-        if not isinstance(entries, list):
-            problems.append(f"{where}: must be a list of hooks")
-            continue
-        hooks: list[Hook] = []
-        for i, entry in enumerate(entries):
-            here = f"{where}[{i}]"
-            if not isinstance(entry, dict):
-                problems.append(f"{here}: must be a mapping, got {type(entry).__name__}")
-                continue
-            raw_problems = [
-                f"{here}.{key}: unknown key (did you mean {alias}?)"
-                for key, alias in _SNAKE_ALIASES.items()
-                if key in entry
-            ]
-            raw_problems += _located(
-                here,
-                type_field_problems(
-                    entry.get("type", "prompt"),
-                    entry.get("prompt"),
-                    entry.get("command"),
-                    entry.get("script"),
-                ),
-            )
-            try:
-                hook = Hook.model_validate(entry)
-            except ValidationError as exc:
-                found = _pydantic_problems(here, exc)
-                problems.extend(found + [p for p in raw_problems if p not in found])
-                continue
-            if raw_problems:
-                problems.extend(raw_problems)
-                continue
-            if event in TOOL_EVENTS and hook.matcher is None:
-                problems.append(f"{here}.matcher: required for {event} hooks")
-            if event in TOOL_EVENTS:  # options of the Stop rules would do nothing here
-                problems += [
-                    f"{here}.{name}: only for Stop and SubagentStop hooks" for name in hook.stop_options_set()
-                ]
-            hooks.append(hook)
-        good[event] = hooks
-    return HookSet.model_validate(good)
 
 
 def _validate_models(raw: Any, prefix: str, problems: list[str]) -> dict[str, str]:
@@ -147,14 +40,14 @@ def _validate_models(raw: Any, prefix: str, problems: list[str]) -> dict[str, st
         return {}
     if raw:
         # Imported here: only configs with a `models:` mapping (i.e. prompt hooks) need it.
-        from judge.llm.tiers import TIERS, canonical_tier, parse_model
+        from judge.llm.tiers import ALIAS_NAMES, TIERS, canonical_tier, parse_model
 
         for key, value in raw.items():
             if canonical_tier(key) is None:
-                problems.append(
-                    f"{prefix}.{key}: unknown tier (expected one of {', '.join(TIERS)}, "
-                    "or ReasoningHeavy, GeneralPurpose, SmallFast, Eval)"
+                hint = did_you_mean(key, [*TIERS, *ALIAS_NAMES]) or (
+                    f" (expected one of {', '.join(TIERS)}, or {', '.join(ALIAS_NAMES)})"
                 )
+                problems.append(f"{prefix}.{key}: unknown tier{hint}")
             elif canonical_tier(value) is not None:
                 problems.append(f"{prefix}.{key}: maps to another tier ({value!r}); name a model")
             else:
@@ -180,14 +73,18 @@ def _misplaced_keys(rest: dict[str, Any], here: str) -> list[str]:
             problems.append(f"{here}.{key}: custom agents cannot be nested; define them at the top level")
             continue
         # Only near misses of judge's keys: other keys (a "model", "tools") are the platform's.
+        # (a platform's "model" is not a misspelt "mode": only case slips of the others)
         lower = str(key).lower()
-        if lower in _AGENT_KEYS or lower.startswith("hook"):
-            guess = lower if lower in _AGENT_KEYS else "hooks"
+        near_hooks = closest(str(key), ("hooks",)) is not None or lower.startswith("hook")
+        guess = lower if lower in _AGENT_KEYS else "hooks" if near_hooks else None
+        if guess is not None:
             problems.append(f"{here}.{key}: unknown key (did you mean {guess}?)")
     return problems
 
 
-def _validate_custom_agents(raw: Any, prefix: str, problems: list[str]) -> dict[str, CustomAgent]:
+def _validate_custom_agents(
+    raw: Any, prefix: str, problems: list[str], places: dict[str, str]
+) -> dict[str, CustomAgent]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
@@ -199,7 +96,7 @@ def _validate_custom_agents(raw: Any, prefix: str, problems: list[str]) -> dict[
         if not isinstance(body, dict):
             problems.append(f"{here}: must be a mapping")
             continue
-        hookset = _validate_hookset(body.get("hooks"), f"{here}.hooks", problems)
+        hookset = validate_hookset(body.get("hooks"), f"{here}.hooks", problems, places)
         rest = {k: v for k, v in body.items() if k != "hooks"}
         problems += _misplaced_keys(rest, here)
         if "instructions" in rest and not isinstance(rest["instructions"], (str, type(None))):
@@ -225,7 +122,7 @@ def _validate_prices(raw: Any, problems: list[str]) -> dict[str, ModelPrice]:
         try:
             prices[str(label)] = ModelPrice.model_validate(value)
         except ValidationError as exc:
-            problems.extend(_pydantic_problems(f"prices.{label}", exc))
+            problems.extend(pydantic_problems(f"prices.{label}", exc, ModelPrice))
     return prices
 
 
@@ -235,7 +132,7 @@ def _validate_budgets(raw: Any, problems: list[str]) -> Budgets:
     try:
         return Budgets.model_validate(raw)
     except ValidationError as exc:
-        problems.extend(_pydantic_problems("budgets", exc))
+        problems.extend(pydantic_problems("budgets", exc, Budgets))
         return Budgets()
 
 
@@ -244,65 +141,83 @@ def validate_custom_agent(body: Any, prefix: str = "properties") -> CustomAgent:
     problems: list[str] = []
     if not isinstance(body, dict):
         raise ConfigError([f"{prefix}: must be a JSON object"])
-    agents = _validate_custom_agents({"_": body}, prefix, problems)
+    agents = _validate_custom_agents({"_": body}, prefix, problems, {})
     problems = [p.replace(f"{prefix}._", prefix, 1) for p in problems]
     if problems:
         raise ConfigError(problems)
     return agents["_"]
 
 
-def config_from_data(data: Any, base_dir: Path | None = None, source: str | None = None) -> Config:
-    """Validate a parsed document (either form) into a :class:`Config`."""
+def _resource_parts(data: dict[str, Any], problems: list[str], places: dict[str, str]) -> dict[str, Any]:
+    for key in data:
+        if key not in RESOURCE_KEYS:
+            problems.append(f"{key}: unknown key{did_you_mean(str(key), RESOURCE_KEYS)}")
+    kind = data.get("kind")
+    if kind is not None and kind != "ExtendedAgent":
+        problems.append(f"kind: expected 'ExtendedAgent', got {kind!r}")
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        problems.append("metadata: must be a mapping")
+        metadata = {}
+    raw_name = metadata.get("name")
+    spec = data.get("spec") or {}
+    if not isinstance(spec, dict):
+        problems.append("spec: must be a mapping")
+        spec = {}
+    return {
+        "name": str(raw_name) if raw_name is not None else None,
+        "hooks": validate_hookset(spec.get("hooks"), "spec.hooks", problems, places),
+        "customAgents": _validate_custom_agents(
+            spec.get("customAgents"), "spec.customAgents", problems, places
+        ),
+        "models": _validate_models(data.get("models", spec.get("models")), "models", problems),
+        "hooks_key": "spec.hooks",
+    }
+
+
+def _bare_parts(data: dict[str, Any], problems: list[str], places: dict[str, str]) -> dict[str, Any]:
+    for key in data:
+        if key not in BARE_KEYS:
+            near = did_you_mean(str(key), BARE_KEYS)
+            problems.append(
+                f"{key}: unknown key{near or ' (expected hooks, customAgents, models, prices, budgets)'}"
+            )
+    raw_name = data.get("name")
+    return {
+        "name": str(raw_name) if raw_name is not None else None,
+        "hooks": validate_hookset(data.get("hooks"), "hooks", problems, places),
+        "customAgents": _validate_custom_agents(data.get("customAgents"), "customAgents", problems, places),
+        "models": _validate_models(data.get("models"), "models", problems),
+        "hooks_key": "hooks",
+    }
+
+
+def partial_config(
+    data: Any, base_dir: Path | None = None, source: str | None = None
+) -> tuple[Config, list[str]]:
+    """A parsed document's problems, and the configuration of what validated (with the
+    hooks that had problems kept without the keys the problems are about): what
+    ``judge validate`` checks further, so one run reports every problem. Never run it."""
     problems: list[str] = []
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError([f"<root>: must be a mapping, got {type(data).__name__}"], source)
-    name: str | None = None
+    places: dict[str, str] = {}
     resource = "spec" in data or "kind" in data or "api_version" in data or "apiVersion" in data
-    if resource:
-        for key in data:
-            if key not in RESOURCE_KEYS:
-                problems.append(f"{key}: unknown key")
-        kind = data.get("kind")
-        if kind is not None and kind != "ExtendedAgent":
-            problems.append(f"kind: expected 'ExtendedAgent', got {kind!r}")
-        metadata = data.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            problems.append("metadata: must be a mapping")
-            metadata = {}
-        raw_name = metadata.get("name")
-        name = str(raw_name) if raw_name is not None else None
-        spec = data.get("spec") or {}
-        if not isinstance(spec, dict):
-            problems.append("spec: must be a mapping")
-            spec = {}
-        hooks = _validate_hookset(spec.get("hooks"), "spec.hooks", problems)
-        agents = _validate_custom_agents(spec.get("customAgents"), "spec.customAgents", problems)
-        models = _validate_models(data.get("models", spec.get("models")), "models", problems)
-    else:
-        for key in data:
-            if key not in BARE_KEYS:
-                problems.append(f"{key}: unknown key (expected hooks, customAgents, models, prices, budgets)")
-        raw_name = data.get("name")
-        name = str(raw_name) if raw_name is not None else None
-        hooks = _validate_hookset(data.get("hooks"), "hooks", problems)
-        agents = _validate_custom_agents(data.get("customAgents"), "customAgents", problems)
-        models = _validate_models(data.get("models"), "models", problems)
+    parts = _resource_parts(data, problems, places) if resource else _bare_parts(data, problems, places)
     prices = _validate_prices(data.get("prices"), problems)
     budgets = _validate_budgets(data.get("budgets"), problems)
+    config = Config(prices=prices, budgets=budgets, base_dir=base_dir, places=places, **parts)
+    return config, problems
+
+
+def config_from_data(data: Any, base_dir: Path | None = None, source: str | None = None) -> Config:
+    """Validate a parsed document (either form) into a :class:`Config`."""
+    config, problems = partial_config(data, base_dir, source)
     if problems:
         raise ConfigError(problems, source)
-    return Config(
-        name=name,
-        hooks=hooks,
-        customAgents=agents,
-        models=models,
-        prices=prices,
-        budgets=budgets,
-        base_dir=base_dir,
-        hooks_key="spec.hooks" if resource else "hooks",
-    )
+    return config
 
 
 def read_config_text(path: str | Path) -> str:
@@ -328,3 +243,11 @@ def config_from_text(text: str, path: str | Path) -> Config:
 def load_config(path: str | Path) -> Config:
     """Read, parse and validate a config file (YAML or JSON)."""
     return config_from_text(read_config_text(path), path)
+
+
+def load_partial_config(path: str | Path) -> tuple[Config, list[str]]:
+    """:func:`partial_config` of a config file (a :class:`ConfigError` when it cannot even
+    be read or parsed)."""
+    p = Path(path)
+    data = parse_document(read_config_text(p), str(p))
+    return partial_config(data, base_dir=p.resolve().parent, source=str(p))

@@ -27,6 +27,23 @@ MAX_SCRIPT_BYTES = 64 * 1024
 MATCH_TIMEOUT = 0.1
 SUPPORTED_SHEBANGS: tuple[str, ...] = ("#!/bin/bash", "#!/usr/bin/env python3")
 
+_PYTHON_LINE = re.compile(r"^\s*(import \w|from [\w.]+ import |def \w+\(|print\()", re.MULTILINE)
+
+
+def missing_shebang(script: str) -> str:
+    """The problem of a ``script`` without a ``#!`` line, with the line to add (a body that
+    looks like Python gets the Python one: run as bash, it would fail with exit 2, which
+    judge reads as a deliberate block with a bash error as its reason)."""
+    python = _PYTHON_LINE.search(script) is not None
+    line = SUPPORTED_SHEBANGS[1] if python else SUPPORTED_SHEBANGS[0]
+    looks = " (the script looks like Python)" if python else ""
+    return f"script has no #! line; start it with {line}{looks}, or use command: for a one-line shell command"
+
+
+#: Options that mean something on prompt hooks only: a command hook's are left out of what
+#: is echoed and stored unless written (their defaults would read as if they applied).
+PROMPT_ONLY_FIELDS: frozenset[str] = frozenset({"model", "max_rejections", "evidence"})
+
 FailMode = Literal["allow", "block"]
 #: ``required``: a prompt hook's rejections must cite verified transcript lines.
 EvidenceMode = Literal["off", "required"]
@@ -106,8 +123,8 @@ class Hook(BaseModel):
     )
     script: str | None = Field(
         None,
-        description="Command hooks: a multi-line script run by its shebang "
-        "(`#!/bin/bash` or `#!/usr/bin/env python3`; none means bash). Excludes `command`.",
+        description="Command hooks: a multi-line script whose first line is its shebang, "
+        "`#!/bin/bash` or `#!/usr/bin/env python3` (required). Excludes `command`.",
     )
     cwd: str = Field(
         "temp",
@@ -228,7 +245,9 @@ class Hook(BaseModel):
         if size > MAX_SCRIPT_BYTES:
             raise ValueError(f"script is {size} bytes; the limit is {MAX_SCRIPT_BYTES} (64 KB)")
         first = value.lstrip("\n").split("\n", 1)[0].strip()
-        if first.startswith("#!") and first not in SUPPORTED_SHEBANGS:
+        if not first.startswith("#!"):
+            raise ValueError(missing_shebang(value))
+        if first not in SUPPORTED_SHEBANGS:
             raise ValueError(f"unsupported shebang {first!r}; use one of {', '.join(SUPPORTED_SHEBANGS)}")
         return value
 
@@ -380,6 +399,12 @@ class Config(BaseModel):
     )
     hooks_key: str = Field(
         "hooks", exclude=True, description="Where the hooks were written: `hooks` or `spec.hooks`."
+    )
+    places: dict[str, str] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="A partial configuration's hooks kept at another index than written "
+        "(kept place -> written place; see judge.config.load.partial_config).",
     )
 
     def hooks_for(self, event: str, agent_name: str | None) -> list[tuple[str, int, Hook]]:

@@ -329,7 +329,12 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
     """Run one variant of the suite (module docstring); never raises for what a user can fix."""
     outcome = EvalOutcome(concurrency=settings.concurrency)
     try:
-        suite = load_variant_suite(settings.suite, settings.variant)
+        suite = load_variant_suite(
+            settings.suite,
+            settings.variant,
+            check=not settings.recorded,  # recorded verdicts: no hook runs
+            on_warning=None if settings.quiet else settings.note,
+        )
     except SuiteError as exc:
         outcome.problems = [
             f"judge eval: cannot load suite {settings.suite}:",

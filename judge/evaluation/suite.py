@@ -28,9 +28,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
+from judge.config.entries import keys_of, unknown_event
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, SuiteError
 from judge.files import MAX_DOCUMENT_BYTES, NotARegularFile, check_readable, file_kind, read_text
+from judge.suggest import did_you_mean
 
 #: Largest cases file (it is read whole; transcripts it names are streamed).
 MAX_CASES_BYTES = 1 << 30
@@ -95,7 +97,7 @@ class SuiteFile(BaseModel):
     @classmethod
     def _known_event(cls, value: str) -> str:
         if value not in EVENTS:
-            raise ValueError(f"unknown event {value!r} (expected one of {', '.join(EVENTS)})")
+            raise ValueError(unknown_event(value))
         return value
 
 
@@ -110,15 +112,31 @@ class Suite:
     event: str
     cases: list[Case]
     repeats: int
+    #: The hook config file judged with (the suite's, or ``judge eval --config``'s).
+    config_path: Path | None = None
 
 
-def _problems(prefix: str, exc: ValidationError) -> list[str]:
+#: Known values of a case's fields that take one of a few (for the near miss of another).
+_CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("label",): ("allow", "block"),
+    ("recorded", "decision"): ("allow", "block"),
+}
+
+
+def _problems(prefix: str, exc: ValidationError, model: type[BaseModel]) -> list[str]:
     out = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
+        if err["type"] == "extra_forbidden" and err["loc"]:
+            known = keys_of(RecordedVerdict if err["loc"][0] == "recorded" else model)
+            msg = "unknown key" + did_you_mean(str(err["loc"][-1]), known)
+        elif err["type"] == "literal_error" and tuple(map(str, err["loc"])) in _CHOICES:
+            given = err.get("input")
+            near = (
+                did_you_mean(given, _CHOICES[tuple(map(str, err["loc"]))]) if isinstance(given, str) else ""
+            )
+            msg += near
         out.append(f"{prefix}: {where}: {msg}" if where else f"{prefix}: {msg}")
     return out
 
@@ -174,7 +192,7 @@ def parse_cases(text: str, source: str, event: str, base_dir: Path) -> tuple[lis
         try:
             case = Case.model_validate(raw)
         except ValidationError as exc:
-            problems.extend(_problems(where, exc))
+            problems.extend(_problems(where, exc, Case))
             continue
         if case.id in seen:
             problems.append(f"{where}: duplicate id {case.id!r} (first on line {seen[case.id]})")
@@ -252,7 +270,7 @@ def load_suite(path: str | Path, config_override: str | Path | None = None) -> S
     try:
         doc = SuiteFile.model_validate(data)
     except ValidationError as exc:
-        raise SuiteError(_problems(src, exc)) from None
+        raise SuiteError(_problems(src, exc, SuiteFile)) from None
     base_dir = suite_path.resolve().parent
     try:
         config_path = resolve_path(base_dir, doc.config) if config_override is None else Path(config_override)
@@ -277,4 +295,5 @@ def load_suite(path: str | Path, config_override: str | Path | None = None) -> S
         event=doc.event,
         cases=cases,
         repeats=doc.repeats,
+        config_path=config_path,
     )

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from judge.config import Config, Hook, HookSet
-from judge.errors import UsageError
+from judge.errors import SuiteError, UsageError
 from judge.evaluation.suite import Suite, load_suite
 
 #: Most variants one comparison runs (every pair is tested: 16 variants are 120 pairs).
@@ -73,13 +73,42 @@ def plan_variants(models: Sequence[str] | str | None, configs: Sequence[str] | s
     return variants
 
 
-def load_variant_suite(path: str | Path, variant: Variant) -> Suite:
+def load_variant_suite(
+    path: str | Path,
+    variant: Variant,
+    *,
+    check: bool = True,
+    on_warning: Callable[[str], None] | None = None,
+) -> Suite:
     """The suite at ``path`` judged the variant's way (raises
-    :class:`~judge.evaluation.suite.SuiteError` when it cannot be)."""
+    :class:`~judge.evaluation.suite.SuiteError` when it cannot be).
+
+    With ``check``, the configuration it judges with (the variant's model in place) goes
+    through the checks of ``judge validate`` first: an error (an unknown tier that a
+    lenient gateway would still answer, a template that would fail every case) refuses
+    the run before any model is called; warnings go to ``on_warning``."""
     suite = load_suite(path, config_override=variant.config)
-    if variant.model is None:
-        return suite
-    return dataclasses.replace(suite, config=with_model(suite.config, variant.model))
+    if variant.model is not None:
+        suite = dataclasses.replace(suite, config=with_model(suite.config, variant.model))
+    if check:
+        _check_config(suite, variant, on_warning)
+    return suite
+
+
+def _check_config(suite: Suite, variant: Variant, on_warning: Callable[[str], None] | None) -> None:
+    from judge.validation import check_config
+
+    source = str(suite.config_path) if suite.config_path is not None else str(suite.path)
+    findings = check_config(suite.config)
+    errors = [f"{source}: {f}" for f in findings if f.severity == "error"]
+    if errors:
+        flag = f" (with --model {variant.model})" if variant.model is not None else ""
+        raise SuiteError(
+            [*errors, f"{source}: the configuration cannot run{flag}; fix it (judge validate {source})"]
+        )
+    if on_warning is not None:
+        for finding in findings:
+            on_warning(f"{source}: {finding}")
 
 
 def _hookset(hooks: HookSet, model: str) -> HookSet:

@@ -27,6 +27,7 @@ from judge.llm.loop import MAX_TOOL_ROUNDS, JudgementTrace, run_judgement
 from judge.llm.prompts import judged_context, render_prompt_async
 from judge.llm.providers import leased_provider
 from judge.llm.providers.base import Provider
+from judge.llm.providers.clients import require_key
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.llm.tools import GREP_SECONDS, TranscriptTools
 from judge.llm.tools.runner import tool_threads
@@ -158,6 +159,8 @@ class LLMJudge:
             if model.provider in ("openai", "anthropic") and model.provider not in _imported:
                 # A first SDK import takes seconds: keep it off the event loop. (Not
                 # ``sys.modules``: a module is there from the moment its import starts.)
+                # A missing key is said at once, without that import.
+                require_key(model, env)
                 await asyncio.to_thread(importlib.import_module, model.provider)
                 _imported.add(model.provider)
             async with leased_provider(model, env, request.base_dir) as provider:

@@ -29,6 +29,7 @@ import asyncio
 import functools
 import json
 import os
+import re
 import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -88,6 +89,26 @@ def library_dir() -> Path | None:
 #: Stands for ``$ARGUMENTS`` inside compiled templates; random per process, and a render
 #: whose context contains it falls back to a one-off placeholder (see :func:`render_prompt`).
 PLACEHOLDER = f"@@JUDGE_ARGUMENTS_{secrets.token_hex(16)}@@"
+_PLACEHOLDERS = re.compile(r"@@JUDGE_ARGUMENTS_[0-9a-f]{32}@@")
+
+
+def written_syntax_error(
+    exc: jinja2.TemplateSyntaxError, environment: jinja2.Environment
+) -> jinja2.TemplateSyntaxError:
+    """``exc`` as the template's author sees it: templates are compiled with ``$ARGUMENTS``
+    swapped for a placeholder, so an error next to it would name the placeholder's ``@``
+    and count its characters. The source as written is parsed again for the error (a
+    parse only: nothing is loaded or rendered); failing that, the placeholder in the
+    message is named ``$ARGUMENTS``."""
+    source = exc.source
+    if source is None or _PLACEHOLDERS.search(source) is None:
+        return exc
+    try:
+        environment.parse(_PLACEHOLDERS.sub(lambda _m: ARGUMENTS, source), exc.name, exc.filename)
+    except jinja2.TemplateSyntaxError as written:
+        return written
+    message = _PLACEHOLDERS.sub(lambda _m: ARGUMENTS, exc.message or "")
+    return jinja2.TemplateSyntaxError(message, exc.lineno, exc.name, exc.filename)
 
 
 class _ConfinedLoader(jinja2.FileSystemLoader):
@@ -218,6 +239,7 @@ def render_prompt(
         with render_budget(deadline):
             rendered = compiled.render(variables)
     except jinja2.TemplateSyntaxError as exc:
+        exc = written_syntax_error(exc, _shared_environment(base_dir))
         where = f" in {exc.name}" if exc.name else ""
         raise HookError(f"prompt template error{where} at line {exc.lineno}: {exc.message}") from None
     except jinja2.TemplateNotFound as exc:

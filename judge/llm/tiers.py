@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 TIERS: tuple[str, ...] = ("Reasoning", "ReasoningFast", "General", "Fast", "LongContext")
 ALIASES: dict[str, str] = {
@@ -28,6 +28,8 @@ ALIASES: dict[str, str] = {
     "smallfast": "Fast",
     "eval": "Reasoning",
 }
+#: The aliases as documented (any case is accepted).
+ALIAS_NAMES: tuple[str, ...] = ("ReasoningHeavy", "GeneralPurpose", "SmallFast", "Eval")
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "fake")
 #: The variable naming each SDK provider's server (``openai:`` -> ``OPENAI_BASE_URL``).
 BASE_URL_VARS: dict[str, str] = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
@@ -60,6 +62,9 @@ class ResolvedModel:
     provider: str
     name: str
     tier: str | None = None
+    #: the tier's built-in model (no ``JUDGE_MODEL_<TIER>``, no ``models:`` entry): the
+    #: provider was picked by which key is set, so the other provider's key would do too
+    builtin: bool = field(default=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -118,7 +123,7 @@ def resolve_model(
         found = parse_model(configured, env)
     else:
         provider = default_provider(env)
-        found = ResolvedModel(provider, DEFAULT_MODELS[provider][tier])
+        return ResolvedModel(provider, DEFAULT_MODELS[provider][tier], tier, builtin=True)
     return ResolvedModel(found.provider, found.name, tier)
 
 

@@ -7,7 +7,8 @@ import copy
 import re
 from typing import Any
 
-from judge.config import EVENTS, Config, CustomAgent, validate_custom_agent
+from judge.config import EVENTS, Config, CustomAgent, Hook, validate_custom_agent
+from judge.config.models import PROMPT_ONLY_FIELDS
 from judge.errors import ApiError, ConfigError
 
 AGENT_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")  # \Z: no newline after
@@ -24,12 +25,25 @@ def check_name(name: str) -> str:
 
 
 def agent_properties(agent: CustomAgent) -> dict[str, Any]:
-    """The stored (normalised) properties of a validated custom agent."""
+    """The stored (normalised) properties of a validated custom agent: each hook with its
+    options, a command hook without the prompt-only defaults (``model``,
+    ``maxRejections``, ``evidence``) it never uses."""
     props = agent.model_dump(mode="json", by_alias=True, exclude_none=True)
-    hooks = props.get("hooks") or {}
-    props["hooks"] = {event: entries for event, entries in hooks.items() if entries}
+    props["hooks"] = {
+        event: [_hook_json(hook) for hook in agent.hooks.for_event(event)]
+        for event in EVENTS
+        if agent.hooks.for_event(event)
+    }
     cleaned: dict[str, Any] = without_command_defaults(props)
     return cleaned
+
+
+def _hook_json(hook: Hook) -> dict[str, Any]:
+    unused: set[str] = set()
+    if hook.type == "command":
+        unused = {name for name in PROMPT_ONLY_FIELDS if name not in hook.model_fields_set}
+    data: dict[str, Any] = hook.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=unused)
+    return data
 
 
 def without_command_defaults(props: Any) -> Any:

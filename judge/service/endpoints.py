@@ -15,7 +15,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from judge.config import EVENTS, Config, validate_custom_agent
+from judge.config import EVENTS, Config, unknown_event, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import Decision
 from judge.errors import ApiError, ConfigError, ContextError, StateUnavailable
@@ -219,7 +219,7 @@ class Service:
         started = time.perf_counter()
         event = request.path_params["event"]
         if event not in EVENTS:
-            raise ApiError(404, f"unknown event {event[:80]!r} (expected one of {', '.join(EVENTS)})")
+            raise ApiError(404, unknown_event(event[:80]))
         context, transcript, session_id = _hook_body(
             event, await read_document(request, self.settings.max_body)
         )

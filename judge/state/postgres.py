@@ -45,7 +45,8 @@ try:
 except ImportError as _missing:  # pragma: no cover - depends on the install
     raise StateUnavailable(
         f"--state postgresql://... needs psycopg 3 and psycopg-pool ({_missing}); "
-        "install them with: pip install 'judge[postgres]'"
+        "install them with: pip install 'judge-hooks[postgres]' (in a clone of judge: "
+        "pip install -e '.[postgres]')"
     ) from None
 
 POOL_SIZE_ENV = "JUDGE_STATE_POOL_SIZE"

@@ -10,6 +10,7 @@ with an error (timeout, provider failure) has no decision, which scores as a mis
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
@@ -223,19 +224,28 @@ class SuiteEvaluator:
         self.labels = {c.id: c.label for c in cases}
         self.results: dict[tuple[str, str], list[CaseResult]] = {}
         self._baseline_checked = False
+        #: Calls per judgement of each finished measurement (a judgement that reads the
+        #: transcript takes several: tool rounds, a repaired verdict)
+        self.rates: list[float] = []
 
     def cases(self, split: str) -> list[Case]:
         return [self.by_id[i] for i in self.split.ids(split)]
 
+    def calls_per_judgement(self) -> float:
+        """What one judgement has cost (the most of any measurement so far: prompts differ
+        in how much of the transcript they make the judge read); 1 before any."""
+        return max(self.rates, default=1.0)
+
     def cost(self, split: str) -> int:
-        return len(self.split.ids(split)) * self.repeats
+        """The calls measuring a prompt on ``split`` takes, at :meth:`calls_per_judgement`."""
+        return math.ceil(len(self.split.ids(split)) * self.repeats * self.calls_per_judgement())
 
     def describe(self, item_id: str) -> str:
         return describe_case(self.by_id[item_id])
 
     async def run(self, prompt: str, split: str) -> tuple[list[CaseResult], bool]:
         """Raw results of ``prompt`` on ``split`` and whether the budget let it finish."""
-        refused = self.budget.refused
+        refused, used = self.budget.refused, self.budget.used
         results = await run_cases(
             tuned_config(self.config, self.event, self.hook, prompt),
             self.event,
@@ -245,7 +255,10 @@ class SuiteEvaluator:
             concurrency=self.concurrency,
             judge=self.judge,
         )
-        return results, self.budget.refused == refused
+        complete = self.budget.refused == refused
+        if complete and results:
+            self.rates.append(max(1.0, (self.budget.used - used) / len(results)))
+        return results, complete
 
     async def evaluate(self, prompt: str, split: str) -> SplitEval:
         results, complete = await self.run(prompt, split)

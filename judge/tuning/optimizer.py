@@ -99,8 +99,9 @@ class OptimizerSettings:
     edits: int = 3
     examples: int = 6
     seed: int = 0
-    #: Calls kept back for the final test evaluation (baseline and winner).
-    reserve: int = 0
+    #: Calls kept back for the final test evaluation (baseline and winner); a function is
+    #: asked again before each step (what a judgement costs is measured as the run goes).
+    reserve: int | Callable[[], int] = 0
 
 
 @dataclass
@@ -231,8 +232,12 @@ class Optimizer:
     def _eval_cost(self) -> int:
         return self.evaluator.cost("train") + self.evaluator.cost("dev")
 
+    def _reserve(self) -> int:
+        reserve = self.settings.reserve
+        return reserve() if callable(reserve) else reserve
+
     def _spendable(self, calls: int) -> bool:
-        return self.budget.can_afford(calls + self.settings.reserve)
+        return self.budget.can_afford(calls + self._reserve())
 
     def _add(self, candidate: Candidate) -> Candidate:
         self.candidates.append(candidate)
@@ -262,10 +267,15 @@ class Optimizer:
             raise BudgetError(
                 f"--max-calls {self.budget.limit} is too small: measuring the baseline on train and dev "
                 f"takes at least {self._eval_cost()} calls and the final test evaluation "
-                f"{s.reserve} more"
+                f"{self._reserve()} more"
             )
         if not await self._measure(baseline):
             raise BudgetError("the call budget ran out while measuring the baseline")
+        if not self._spendable(0):
+            self.log(
+                f"the baseline's measurement shows what a judgement costs: the test evaluation needs "
+                f"{self._reserve()} calls, {self.budget.remaining()} are left"
+            )
         self.log(f"baseline: train {_fmt(baseline.scores['train'])}, dev {_fmt(baseline.scores['dev'])}")
         beam = [baseline]
         stopped = "rounds"

@@ -73,6 +73,28 @@ def comparison_sentence(
     return f"{b_name} is worse than {a_name} {where} ({detail})."
 
 
+def unscored_test_reason(outcome: TuneOutcome) -> str | None:
+    """Why the winner has no test score (None when it has one), with what would fix it."""
+    if outcome.winner.scores.get("test") is not None:
+        return None
+    if not outcome.split.test:
+        return (
+            "the test split is empty (too few labelled cases or groups for --split); label more "
+            "cases or give test a larger share"
+        )
+    if all(ev.complete for ev in outcome.test.values()):
+        return "every test item errored (see report.html)"
+    rate = outcome.calls_per_judgement
+    prompts = len({outcome.baseline.id, outcome.winner.id})
+    needed = prompts * len(outcome.split.test) * outcome.repeats
+    budget = f" of --max-calls {outcome.max_calls}" if outcome.max_calls is not None else ""
+    return (
+        f"the call budget ran out during the test evaluation ({outcome.calls} calls used{budget}); "
+        f"a judgement took {rate:.1f} calls, so scoring the test split takes about "
+        f"{round(needed * rate)}: raise --max-calls"
+    )
+
+
 def warnings(outcome: TuneOutcome) -> list[str]:
     out = []
     n_test = len(outcome.split.test)

@@ -38,6 +38,7 @@ from judge.tuning.measure import (
     require_a_verdict,
 )
 from judge.tuning.optimizer import Candidate, ItemOutcome, Optimizer, OptimizerSettings, SplitEval
+from judge.tuning.report import SMALL_TEST
 from judge.tuning.splits import Split, parse_split, split_items
 from judge.tuning.stats import ItemPair, PairedComparison, compare_paired
 
@@ -81,6 +82,9 @@ class TuneOutcome:
     comparison: PairedComparison | None = None
     optimizer_model: str = ""
     files: dict[str, str] = field(default_factory=dict)
+    #: LLM calls one judgement took (the most of any measurement)
+    calls_per_judgement: float = 1.0
+    repeats: int = 1
 
 
 def pick_hook(suite: Suite, ref: str | None) -> tuple[str, int, Hook]:
@@ -194,6 +198,11 @@ async def tune(
     say(
         f"split (seed {options.seed}): train {len(split.train)}, dev {len(split.dev)}, test {len(split.test)}"
     )
+    if len(split.test) < SMALL_TEST:
+        say(
+            f"warning: the test split has {len(split.test)} item(s): its intervals will be wide and only "
+            "large differences can be significant; label more cases before trusting a change"
+        )
     budget = CallBudget(options.max_calls)
     providers = BudgetedProviders(budget, suite.config.base_dir, env, judge_make)
     judge: PromptJudge = budgeted_judge(providers, env)
@@ -230,7 +239,8 @@ async def tune(
             edits=options.edits,
             examples=options.examples,
             seed=options.seed,
-            reserve=2 * evaluator.cost("test"),
+            # baseline and winner on test, at what a judgement has been seen to cost
+            reserve=lambda: 2 * evaluator.cost("test"),
         )
         optimizer = Optimizer(hook.prompt or "", evaluator, llm, budget, settings, log=say)
         result = await optimizer.run()
@@ -246,6 +256,7 @@ async def tune(
             calls=0,
             max_calls=options.max_calls,
             optimizer_model=optimizer_label,
+            repeats=repeats,
         )
         if split.test:
             say("measuring the baseline and the winner on the test split (once)")
@@ -262,6 +273,7 @@ async def tune(
         await providers.aclose()
         await llm.aclose()
     outcome.calls = budget.used
+    outcome.calls_per_judgement = evaluator.calls_per_judgement()
     write_outputs(outcome, suite, options.out)
     return outcome
 

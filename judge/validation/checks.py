@@ -31,6 +31,7 @@ from judge.validation.model_names import (
     explicit_model_problem,
     local_timeout_problem,
     model_problem,
+    tier_variable_problems,
 )
 from judge.validation.templates import template_problems
 
@@ -55,13 +56,16 @@ class Finding:
 def placed_hooks(config: Config) -> Iterator[tuple[str, str, Hook, str | None]]:
     """(place, event, hook, custom agent name) of every hook, in the config's own spelling."""
     agents_key = config.hooks_key.removesuffix("hooks") + "customAgents"
+    written = config.places
     for event in EVENTS:
         for i, hook in enumerate(config.hooks.for_event(event)):
-            yield f"{config.hooks_key}.{event}[{i}]", event, hook, None
+            where = f"{config.hooks_key}.{event}[{i}]"
+            yield written.get(where, where), event, hook, None
     for name, agent in config.custom_agents.items():
         for event in EVENTS:
             for i, hook in enumerate(agent.hooks.for_event(event)):
-                yield f"{agents_key}.{name}.hooks.{event}[{i}]", event, hook, name
+                where = f"{agents_key}.{name}.hooks.{event}[{i}]"
+                yield written.get(where, where), event, hook, name
 
 
 def relative_paths(command: str) -> list[str]:
@@ -170,6 +174,7 @@ def check_config(config: Config, env: Mapping[str, str] | None = None) -> list[F
         problem = explicit_model_problem(value, config.base_dir)
         if problem:
             found.append(Finding("error", f"models.{key}", problem))
+    found += [Finding("warning", name, problem) for name, problem in tier_variable_problems(env)]
     return found
 
 

@@ -8,13 +8,13 @@ before that: ``judge validate``, ``judge serve`` and ``judge claude-code``.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 
 from judge.errors import HookError
 from judge.llm.tiers import ALIASES, BASE_URL_VARS, PROVIDERS, TIERS, canonical_tier, resolve_model
 from judge.redact import redact_url
+from judge.suggest import closest
 
 #: ``fake:<mode>`` forms (besides ``fake:<script file>``).
 FAKE_MODES: tuple[str, ...] = (
@@ -32,8 +32,33 @@ _TIER_NAMES: dict[str, str] = {t.lower(): t for t in TIERS} | {alias: alias for 
 
 
 def _close(word: str, choices: list[str]) -> str | None:
-    found = difflib.get_close_matches(word.lower(), choices, n=1, cutoff=0.75)
-    return found[0] if found else None
+    return closest(word.lower(), choices)
+
+
+#: The prefix of the variables that choose a tier's model (``JUDGE_MODEL_REASONINGFAST``).
+TIER_VARIABLE = "JUDGE_MODEL_"
+
+
+def tier_variable_problems(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(variable, problem) of each ``JUDGE_MODEL_*`` variable no tier reads: a misspelt
+    one (``JUDGE_MODEL_REASONINGFATS``) would be ignored in silence, and the tier served
+    by another model than the one meant."""
+    known = {tier.upper(): tier for tier in TIERS}
+    found = []
+    for name in sorted(env):
+        if not name.startswith(TIER_VARIABLE) or name[len(TIER_VARIABLE) :] in known:
+            continue
+        suffix = name[len(TIER_VARIABLE) :]
+        tier = canonical_tier(suffix) or closest(suffix, known)
+        hint = f" (did you mean {TIER_VARIABLE}{tier.upper()}?)" if tier else ""
+        found.append(
+            (
+                f"${name}",
+                f"no tier reads this variable{hint}: it is ignored; the tiers' variables are "
+                + ", ".join(TIER_VARIABLE + t for t in known),
+            )
+        )
+    return found
 
 
 def fake_problem(spec: str, base_dir: Path | None) -> str | None:

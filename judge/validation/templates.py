@@ -7,7 +7,6 @@ judgement, so a syntax error, an ``{% include %}`` of a missing file or an undef
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
 from collections.abc import Iterator
@@ -25,8 +24,10 @@ from judge.llm.prompts import (
     TEMPLATE_FIELDS,
     template_environment,
     template_variables,
+    written_syntax_error,
 )
 from judge.llm.template_limits import BoundedEnvironment, render_budget
+from judge.suggest import did_you_mean
 
 #: Context fields callers may leave out (a template using them needs ``| default``).
 OPTIONAL_FIELDS: tuple[str, ...] = (
@@ -135,9 +136,9 @@ def _library() -> Path | None:
 def _undefined_hint(name: str, event: str, variables: dict[str, Any]) -> str:
     if any(name in fields for fields in TEMPLATE_FIELDS.values()):
         return f" (not a field of {event} events)"
-    near = difflib.get_close_matches(name, list(variables), n=1, cutoff=0.75)
+    near = did_you_mean(name, variables)
     if near:
-        return f" (did you mean {near[0]}?)"
+        return near
     return " (context fields judge does not document are only available as context.<name>)"
 
 
@@ -160,6 +161,7 @@ def template_problems(
         template = env.from_string(prompt.replace(ARGUMENTS, PLACEHOLDER))
         rendered = _render(template, full)
     except jinja2.TemplateSyntaxError as exc:
+        exc = written_syntax_error(exc, env)
         return [f"{_at(exc.filename, exc.lineno, base_dir)}: {exc.message}"], []
     except jinja2.TemplateNotFound as exc:
         return [f"{_place(exc, base_dir)}: included template not found: {exc.name}"], []

@@ -170,6 +170,48 @@ def test_refusals_are_clear_and_change_nothing(project: Path) -> None:
     assert invalid.returncode == 1 and "invalid judge configuration" in invalid.stderr
 
 
+BROKEN = """\
+hooks:
+  Stop:
+    - model: ReasoningFats
+      prompt: "Complete? {% include 'missing.j2' %} $ARGUMENTS"
+  PreToolUse:
+    - matcher: Bash
+      model: opneai:gpt-4o
+      prompt: "Is {{ tool_input.command }} safe? {% if %}"
+"""
+
+
+def test_a_configuration_with_errors_is_refused_unless_forced(project: Path) -> None:
+    """Registered, it would make judge deny every Bash call ("judge policy check could not
+    run"): the installer says what is wrong, where, and leaves the settings as they were."""
+    path = project / ".claude" / "settings.json"
+    before = path.read_text(encoding="utf-8")
+    config = project / ".claude" / "judge.yaml"
+    config.write_text(BROKEN, encoding="utf-8")
+    refused = install(project)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert path.read_text(encoding="utf-8") == before
+    lines = refused.stderr.splitlines()
+    assert lines[0] == (
+        f"judge claude-code install: refusing to register {config}: it has 4 error(s), and Claude Code "
+        "would run judge with it (a PreToolUse policy that cannot run denies every call it polices):"
+    )
+    assert lines[1:5] == [
+        f"  {config}: hooks.Stop[0].model: unknown tier 'ReasoningFats' (did you mean ReasoningFast?)",
+        f"  {config}: hooks.Stop[0].prompt: line 1: included template not found: missing.j2",
+        f"  {config}: hooks.PreToolUse[0].model: unknown provider 'opneai' in 'opneai:gpt-4o' "
+        "(did you mean openai:gpt-4o?)",
+        f"  {config}: hooks.PreToolUse[0].prompt: line 1: Expected an expression, "
+        "got 'end of statement block'",
+    ]
+    assert lines[5] == f"fix them (judge validate {config}) or pass --force; nothing was changed"
+    forced = install(project, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stderr.splitlines()[0] == f"warning: registering {config} with 4 error(s) (--force):"
+    assert "PreToolUse" in settings(path)["hooks"]
+
+
 def test_matchers_and_handler_recognition() -> None:
     hooks = config_from_data(
         {

@@ -48,3 +48,19 @@ def test_init_never_overwrites_without_force(tmp_path: Path, capsys: pytest.Capt
     assert not (tmp_path / "judge-smoke").exists()  # nothing written at all
     assert main(["init", str(tmp_path), "--force"]) == 0
     assert (tmp_path / "judge.yaml").read_text() == FILES["judge.yaml"]
+
+
+def test_the_next_steps_cover_claude_code_and_the_printed_command_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert main(["init", "my-agent"]) == 0
+    out = capsys.readouterr().out
+    assert "  judge claude-code install --config my-agent/judge.yaml --dry-run\n" in out
+    assert "Without --config it reads\n      .claude/judge.yaml" in out  # where install looks otherwise
+    assert main(["claude-code", "install", "--config", "my-agent/judge.yaml", "--dry-run"]) == 0
+    diff = capsys.readouterr().out
+    assert diff.startswith(f"--- {tmp_path / '.claude' / 'settings.json'}")
+    assert '"PreToolUse"' in diff and '"Stop"' in diff
+    assert not (tmp_path / ".claude" / "settings.json").exists()  # a dry run writes nothing

@@ -253,6 +253,12 @@ FAILURES: list[tuple[str, Any, str, str]] = [
         "unknown event 'Finish' (expected one of Stop, SubagentStop, PostToolUse, PreToolUse)",
     ),
     (
+        "an event in the wrong case",
+        lambda c: ["--config", c, "--event", "stop"],
+        STOP,
+        "judge run: --event: unknown event 'stop' (did you mean Stop?)",
+    ),
+    (
         "malformed context",
         lambda c: ["--config", c, "--event", "Stop"],
         '{"final_output": "x",',

@@ -54,6 +54,32 @@ BAD: list[tuple[str, Any, list[str]]] = [
         ],
     ),
     (
+        "an event in the wrong case",
+        {"hooks": {"stop": [CMD], "PreTooluse": [CMD]}},
+        [
+            "hooks.stop: unknown event 'stop' (did you mean Stop?)",
+            "hooks.PreTooluse: unknown event 'PreTooluse' (did you mean PreToolUse?)",
+        ],
+    ),
+    (
+        "misspelt hook keys",
+        stop({"prompt": "Check $ARGUMENTS", "maxRejection": 3, "matchr": "x", "failmode": "block"}),
+        [
+            "hooks.Stop[0].maxRejection: unknown key (did you mean maxRejections?)",
+            "hooks.Stop[0].matchr: unknown key (did you mean matcher?)",
+            "hooks.Stop[0].failmode: unknown key (did you mean failMode?)",
+        ],
+    ),
+    (
+        "misspelt prices and budgets keys",
+        {"prices": {"openai:x": {"input": 1, "ouput": 2}}, "budgets": {"perSessionUSD": 1}},
+        [
+            "prices.openai:x.output: Field required",
+            "prices.openai:x.ouput: unknown key (did you mean output?)",
+            "budgets.perSessionUSD: unknown key (did you mean perSessionUsd?)",
+        ],
+    ),
+    (
         "timeout as a string",
         stop({**CMD, "timeout": "30s"}),
         ["hooks.Stop[0].timeout: must be an integer number of seconds, got '30s'"],
@@ -103,8 +129,11 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ),
     (
         "unknown top-level key",
-        {"hooks": {}, "hook": {}},
-        ["hook: unknown key (expected hooks, customAgents, models, prices, budgets)"],
+        {"hooks": {}, "hook": {}, "extras": 1},
+        [
+            "hook: unknown key (did you mean hooks?)",
+            "extras: unknown key (expected hooks, customAgents, models, prices, budgets)",
+        ],
     ),
     (
         "both command and script",
@@ -130,8 +159,24 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ),
     (
         "script on a prompt hook",
-        stop({**PROMPT, "script": "true"}),
+        stop({**PROMPT, "script": "#!/bin/bash\ntrue"}),
         ["hooks.Stop[0].script: not allowed on prompt hooks (set type: command)"],
+    ),
+    (
+        "a Python script without a #! line",
+        stop({"type": "command", "script": "import json, sys\nprint(json.load(sys.stdin))\n"}),
+        [
+            "hooks.Stop[0].script: script has no #! line; start it with #!/usr/bin/env python3 "
+            "(the script looks like Python), or use command: for a one-line shell command"
+        ],
+    ),
+    (
+        "a shell script without a #! line",
+        stop({"type": "command", "script": "test -f done.txt\necho ok\n"}),
+        [
+            "hooks.Stop[0].script: script has no #! line; start it with #!/bin/bash, "
+            "or use command: for a one-line shell command"
+        ],
     ),
     (
         "missing matcher on PostToolUse",
@@ -163,7 +208,7 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ),
     (
         "unknown type",
-        stop({"type": "llm", "prompt": "p"}),
+        stop({"type": "llm", "prompt": "Check the final answer."}),
         ["hooks.Stop[0].type: must be 'prompt' or 'command', got 'llm'"],
     ),
     (
@@ -202,7 +247,10 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ("models not strings", {"models": {"Fast": 3}}, ["models: must map tier names to model names (strings)"]),
     (
         "empty model names",
-        stop({"prompt": "p", "model": " "}, {"prompt": "p", "model": "openai:"}),
+        stop(
+            {"prompt": "Check the final answer.", "model": " "},
+            {"prompt": "Check the final answer.", "model": "openai:"},
+        ),
         [
             "hooks.Stop[0].model: must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), "
             "got ' '",
@@ -212,9 +260,18 @@ BAD: list[tuple[str, Any, list[str]]] = [
     ),
     (
         "models: unknown tier, tier to tier, empty model",
-        {"models": {"ReasoningFst": "openai:x", "fast": "General", "Eval": "openai: ", "SmallFast": ""}},
+        {
+            "models": {
+                "ReasoningFst": "openai:x",
+                "Smart": "openai:x",
+                "fast": "General",
+                "Eval": "openai: ",
+                "SmallFast": "",
+            }
+        },
         [
-            "models.ReasoningFst: unknown tier (expected one of Reasoning, ReasoningFast, General, Fast, "
+            "models.ReasoningFst: unknown tier (did you mean ReasoningFast?)",
+            "models.Smart: unknown tier (expected one of Reasoning, ReasoningFast, General, Fast, "
             "LongContext, or ReasoningHeavy, GeneralPurpose, SmallFast, Eval)",
             "models.fast: maps to another tier ('General'); name a model",
             "models.Eval: model 'openai: ' names no model after 'openai:'",
@@ -255,7 +312,7 @@ def test_bad_config_judge_validate(
     assert main(["validate", str(path)]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.splitlines() == expected
+    assert err.splitlines() == [f"{path}: {line}" for line in expected]  # named as judge serve names it
 
 
 def test_hook_model_rejects_bad_types_directly() -> None:
@@ -336,7 +393,7 @@ def test_malformed_documents(
     assert info.value.problems == [message]
     assert info.value.source == str(path)
     assert main(["validate", str(path)]) == 1
-    assert capsys.readouterr().err.splitlines() == [message]
+    assert capsys.readouterr().err.splitlines() == [f"{path}: {message}"]
 
 
 def test_missing_and_unreadable_files(tmp_path: Path) -> None:
@@ -505,8 +562,9 @@ def test_judge_validate_subprocess(tmp_path: Path) -> None:
     assert failed.returncode == 1
     assert failed.stdout == ""
     assert failed.stderr.splitlines() == [
-        "hooks.PostToolUse[0].matcher: invalid regex 'a(': missing ), unterminated subpattern at position 1",
-        "hooks.Stop[0].timeout: must be between 1 and 300 seconds, got 301",
+        f"{bad}: hooks.PostToolUse[0].matcher: invalid regex 'a(': missing ), unterminated subpattern at "
+        "position 1",
+        f"{bad}: hooks.Stop[0].timeout: must be between 1 and 300 seconds, got 301",
     ]
     missing = subprocess.run(
         [sys.executable, "-m", "judge", "validate"], capture_output=True, text=True, cwd=REPO, timeout=60

@@ -66,6 +66,26 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
     assert len(problems) == 10
 
 
+def test_a_misspelt_case_key_or_label_names_the_one_meant(tmp_path: Path) -> None:
+    path = write_suite(tmp_path / "s", [])
+    lines = [
+        json.dumps({"id": "a", "contxt": {"final_output": "x"}}),
+        json.dumps({"id": "b", "context": {}, "label": "Block"}),
+        json.dumps({"id": "c", "context": {}, "recorded": {"decison": "allow"}}),
+    ]
+    (tmp_path / "s" / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(SuiteError) as info:
+        load_suite(path)
+    problems = [p.split("cases.jsonl:", 1)[1] for p in info.value.problems]
+    assert problems == [
+        "1: context: Field required",
+        "1: contxt: unknown key (did you mean context?)",
+        "2: label: Input should be 'allow' or 'block' (did you mean block?)",
+        "3: recorded.decision: Field required",
+        "3: recorded.decison: unknown key (did you mean decision?)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("suite_text", "expected"),
     [
@@ -76,6 +96,11 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
         ),
         ("event: Stop\ncases: cases.jsonl\n", "config: Field required"),
         ("config: agent.yaml\ncases: cases.jsonl\nextra: 1\n", "extra: unknown key"),
+        ("config: agent.yaml\ncases: cases.jsonl\nevnt: Stop\n", "evnt: unknown key (did you mean event?)"),
+        (
+            "config: agent.yaml\nevent: stop\ncases: cases.jsonl\n",
+            "unknown event 'stop' (did you mean Stop?)",
+        ),
         ("config: other.yaml\ncases: cases.jsonl\n", "file not found"),
         ("config: agent.yaml\ncases: nothere.jsonl\n", "cases file not found"),
         ("config: [unclosed\n", "malformed YAML"),

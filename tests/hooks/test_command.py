@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from judge.config import Hook, config_from_data
 from judge.errors import HookError
@@ -105,9 +106,13 @@ async def test_bash_and_python_shebangs_run_by_their_interpreter() -> None:
         "Stop", stop_ctx(final_output="hello")
     )
     assert (decision.decision, decision.reason) == ("block", "py3:hello")
-    no_shebang = script('echo "$BASH_VERSION" | cut -c1')
-    result = await run_command_hook(no_shebang, "{}")
-    assert result.stdout.strip().isdigit()
+
+
+def test_a_script_without_a_shebang_is_refused_not_run_as_bash() -> None:
+    # Run as bash, a Python body fails with exit 2 ("import: command not found"), which
+    # judge would read as a deliberate block with that text as the reason.
+    with pytest.raises(ValidationError, match=r"no #! line; start it with #!/usr/bin/env python3"):
+        script("import json, sys\nsys.exit(0)\n")
 
 
 # -- hangs, forks, floods ------------------------------------------------------------------

@@ -17,6 +17,12 @@ def test_arguments_replaced_everywhere_with_pretty_json():
     assert out == f"A {pretty} B {pretty}"
 
 
+def test_a_template_error_next_to_arguments_names_what_the_author_wrote():
+    with pytest.raises(HookError) as caught:
+        render_prompt("Check the final answer: {{ final_output $ARGUMENTS }}", CONTEXT)
+    assert str(caught.value) == "prompt template error at line 1: unexpected char '$' at 40"
+
+
 def test_context_appended_without_arguments():
     out = render_prompt("Check the answer.", CONTEXT)
     assert out.startswith("Check the answer.\n\n{")

@@ -2,7 +2,7 @@
 
 The package goes to ``$JUDGE_TEST_CACHE/claude-code-<version>`` (default
 ``~/.cache/judge-tests``) with ``npm install --prefix``. ``JUDGE_TEST_CLAUDE`` names a
-``claude`` executable to use instead. ``scripts/setup.sh`` runs this module so CI installs
+``claude`` executable to use instead. ``scripts/test-tools.sh`` runs this module so CI installs
 it before the tests; when node/npm or the registry cannot be had, :func:`find_claude`
 says why and the tests skip with that reason.
 
@@ -103,8 +103,14 @@ def find_claude() -> tuple[Path | None, str]:
 
 
 if __name__ == "__main__":
+    if not os.environ.get("JUDGE_TEST_CLAUDE") and not installed_binary().exists():
+        print(
+            f"test tools: installing the Claude Code CLI {CLAUDE_CODE_VERSION} (npm install {PACKAGE} "
+            f"into {cache_dir()}) for the real-client tests (tests/realclient/)",
+            file=sys.stderr,
+        )
     found, why = find_claude()
     if found is None:
-        print(f"real Claude Code tests will be skipped: {why}", file=sys.stderr)
+        print(f"test tools: the real Claude Code tests will be skipped: {why}", file=sys.stderr)
     else:
-        print(f"Claude Code {CLAUDE_CODE_VERSION}: {found}")
+        print(f"test tools: Claude Code {CLAUDE_CODE_VERSION}: {found}", file=sys.stderr)

@@ -146,3 +146,24 @@ def test_readiness_checks_that_overlap_share_one_ping(tmp_path: Path) -> None:
             probe.join(10)
     assert answers == [200, 200, 200]  # a healthy replica does not flap out of rotation
     assert 1 <= len(calls) <= 3
+
+
+def test_a_command_hook_is_echoed_without_the_prompt_only_defaults(tmp_path: Path) -> None:
+    service = client(tmp_path)
+    answer = service.put("/api/v2/extendedAgent/agents/ops", json=AGENT)
+    assert answer.status_code == 202
+    hook = answer.json()["properties"]["hooks"]["PreToolUse"][0]
+    assert not {"model", "maxRejections", "evidence"} & set(hook)
+    assert hook["command"] == "exit 2" and hook["timeout"] == 30 and hook["cwd"] == "temp"
+    assert service.get("/api/v2/extendedAgent/agents/ops").json()["properties"]["hooks"] == {
+        "PreToolUse": [hook]
+    }
+    # a prompt hook keeps them: they are its options
+    prompt = {
+        "name": "r",
+        "properties": {"hooks": {"Stop": [{"prompt": "Check the final answer. $ARGUMENTS"}]}},
+    }
+    stored = service.put("/api/v2/extendedAgent/agents/r", json=prompt).json()["properties"]["hooks"]["Stop"][
+        0
+    ]
+    assert (stored["model"], stored["maxRejections"], stored["evidence"]) == ("ReasoningFast", 3, "off")

@@ -200,7 +200,8 @@ def chromium(*args: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(
-    CHROMIUM is None, reason="Chromium is not installed (scripts/setup.sh installs Debian's chromium)"
+    CHROMIUM is None,
+    reason="Chromium is not installed (scripts/test-tools.sh installs Debian's chromium, as root)",
 )
 def test_a_real_browser_renders_the_live_view(service: Service, tmp_path: Path) -> None:
     drive(service)

@@ -233,13 +233,27 @@ async def test_budget_is_spent_exactly_when_it_fits(tmp_path: Path) -> None:
     assert GOOD in outcome.winner.prompt
 
 
-async def test_hard_cap_stops_at_the_exact_call(tmp_path: Path) -> None:
-    # every judgement first greps the transcript, so each costs 2 calls: planning (1 per
-    # judgement) underestimates, and the hard cap must still stop at exactly max_calls.
-    def grepping(messages: list[Message], tools: list[ToolSpec]) -> Any:
-        if tools and not any(m.role == "tool" for m in messages):
+def grepping_when(condition: Any, greps: int = 1) -> Any:
+    """A judge that greps the transcript ``greps`` times before it answers when
+    ``condition(user message)``, else answers at once."""
+
+    def judge(messages: list[Message], tools: list[ToolSpec]) -> Any:
+        user = next(m.content for m in messages if m.role == "user")
+        done = sum(1 for m in messages if m.role == "tool")
+        if tools and condition(user) and done < greps:
             return {"tool_calls": [{"name": "GrepSearch", "arguments": {"query": "x", "isRegexp": False}}]}
         return scripted_judge(messages, tools)
+
+    return judge
+
+
+async def test_a_prompt_that_makes_judgements_dearer_raises_the_reserve_and_the_cap_holds(
+    tmp_path: Path,
+) -> None:
+    # the edited prompts make the judge grep the transcript: their judgements cost more
+    # than the baseline's, so the search stops before the test evaluation is starved and
+    # the provider never sees more than max_calls
+    grepping = grepping_when(lambda user: GOOD in user.lower() or BAD in user.lower(), greps=4)
 
     cases = make_cases()
     for case in cases:
@@ -247,13 +261,40 @@ async def test_hard_cap_stops_at_the_exact_call(tmp_path: Path) -> None:
     providers = Providers()
     providers.judge = FakeProvider(function=grepping)
     suite = load_suite(write_suite(tmp_path, cases=cases))
-    options = TuneOptions(out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=120, concurrency=3)
+    options = TuneOptions(out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=250, concurrency=3)
     outcome = await tune(
         suite, options, judge_make=providers.judge_for, optimizer_make=providers.optimizer_for, env={}
     )
-    assert providers.calls == outcome.calls == 120
+    assert providers.calls == outcome.calls <= 250
     assert outcome.stopped == "budget"
+    assert outcome.calls_per_judgement > 3  # measured on the dearer child, not the baseline
     assert any(c.status == "unevaluated" for c in outcome.candidates)
+    assert outcome.winner.scores["test"] is not None
+
+
+@pytest.mark.parametrize("extra", [0, 7, 40, 90])
+async def test_the_test_split_is_scored_when_judgements_take_several_calls(
+    tmp_path: Path, extra: int
+) -> None:
+    # every judgement reads the transcript (2 calls): the reserve for the test split is
+    # what the baseline's judgements were seen to cost, not one call per item
+    cases = make_cases()
+    for case in cases:
+        case["transcript"] = "user: question\nassistant: answer x\n"
+    providers = Providers()
+    providers.judge = FakeProvider(function=grepping_when(lambda user: True))
+    suite = load_suite(write_suite(tmp_path, cases=cases))
+    floor = 2 * (24 + 32)  # baseline on train+dev and the test reserve, at 2 calls each
+    options = TuneOptions(
+        out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=floor + extra, concurrency=3
+    )
+    outcome = await tune(
+        suite, options, judge_make=providers.judge_for, optimizer_make=providers.optimizer_for, env={}
+    )
+    assert providers.calls == outcome.calls <= floor + extra
+    assert outcome.calls_per_judgement == 2.0
+    assert outcome.winner.scores["test"] is not None
+    assert all(ev.complete for ev in outcome.test.values())
 
 
 async def test_a_budget_below_the_baseline_is_refused(tmp_path: Path) -> None:

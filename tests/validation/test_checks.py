@@ -38,6 +38,17 @@ ERRORS = [
         ["hooks.Stop[0].prompt: line 2: Expected an expression, got 'end of statement block'"],
     ),
     Case(
+        "a syntax error next to $ARGUMENTS names what was written, at its place",
+        stop("Check the final answer: {{ final_output $ARGUMENTS }}"),
+        ["hooks.Stop[0].prompt: line 1: unexpected char '$' at 40"],
+    ),
+    Case(
+        "a syntax error next to $ARGUMENTS inside an included file",
+        stop("{% include 'mine.j2' %}"),
+        ["hooks.Stop[0].prompt: mine.j2 line 2: unexpected char '$' at 29"],
+        files={"mine.j2": "Check the final answer.\n{{ x $ARGUMENTS }}\n"},
+    ),
+    Case(
         "include of a missing file",
         stop("Check the final answer.\n\n{% include 'missing.j2' %}"),
         ["hooks.Stop[0].prompt: line 3: included template not found: missing.j2"],
@@ -221,9 +232,13 @@ def write(tmp_path: Path, case: Case) -> Path:
 
 
 def validate(path: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, list[str], str]:
+    """Exit code, the problem lines (each starts with the file, as judge serve's do: the
+    prefix is checked and cut here) and stdout."""
     code = cli_main(["validate", str(path), *flags])
     out, err = capsys.readouterr()
-    return code, err.splitlines(), out
+    lines = err.splitlines()
+    assert all(line.startswith(f"{path}: ") for line in lines), lines
+    return code, [line.removeprefix(f"{path}: ") for line in lines], out
 
 
 @pytest.mark.parametrize("case", ERRORS, ids=[c.id for c in ERRORS])
@@ -419,4 +434,90 @@ def test_keys_the_sample_lacks_are_not_errors(tmp_path: Path, capsys: pytest.Cap
     assert (code, lines) == (
         1,
         ["hooks.PreToolUse[0].prompt: line 1: 'tool_inptu' is undefined (did you mean tool_input?)"],
+    )
+
+
+def test_one_run_reports_the_shape_and_what_the_deeper_checks_find(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not two rounds of fixing: a hook with a misspelt key still has its model and template
+    checked, and a later hook keeps the index it was written at."""
+    path = write(
+        tmp_path,
+        Case(
+            "both",
+            "hooks:\n  Stop:\n"
+            "    - model: ReasoningFats\n      maxRejection: 3\n      promt: x\n"
+            "    - type: command\n      command: 'true'\n      timeout: 0\n"
+            "    - prompt: 'Check the final answer {{ finall_output }}'\n      model: opneai:gpt-4o\n",
+            [],
+        ),
+    )
+    code, lines, out = validate(path, capsys)
+    assert (code, out) == (1, "")
+    assert lines == [
+        "hooks.Stop[0].maxRejection: unknown key (did you mean maxRejections?)",
+        "hooks.Stop[0].promt: unknown key (did you mean prompt?)",
+        "hooks.Stop[0].prompt: required for prompt hooks",
+        "hooks.Stop[1].timeout: must be between 1 and 300 seconds, got 0",
+        "hooks.Stop[0].model: unknown tier 'ReasoningFats' (did you mean ReasoningFast?)",
+        "hooks.Stop[2].model: unknown provider 'opneai' in 'opneai:gpt-4o' (did you mean openai:gpt-4o?)",
+        "hooks.Stop[2].prompt: line 1: 'finall_output' is undefined (did you mean final_output?)",
+    ]
+
+
+def test_validate_json_lists_every_problem_and_keeps_the_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path, ERRORS[0])
+    assert cli_main(["validate", str(path), "--json"]) == 1
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert json.loads(out) == {
+        "config": str(path),
+        "valid": False,
+        "errors": 1,
+        "warnings": 0,
+        "problems": [
+            {
+                "severity": "error",
+                "where": "hooks.Stop[0].prompt",
+                "message": "line 2: Expected an expression, got 'end of statement block'",
+            }
+        ],
+        "hooks": {},
+    }
+    path = write(tmp_path, WARNINGS[0])
+    assert cli_main(["validate", str(path), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert (document["valid"], document["errors"], document["warnings"]) == (True, 0, 1)
+    assert document["problems"][0]["severity"] == "warning"
+    assert document["hooks"] == {"Stop": {"prompt": 1, "command": 0, "custom": 0}}
+    assert cli_main(["validate", str(path), "--json", "--strict"]) == 1
+    assert json.loads(capsys.readouterr().out)["valid"] is False
+    (tmp_path / "broken.yaml").write_text("hooks: [", encoding="utf-8")
+    assert cli_main(["validate", str(tmp_path / "broken.yaml"), "--json"]) == 1
+    problem = json.loads(capsys.readouterr().out)["problems"][0]
+    assert problem["where"] is None and problem["message"].startswith("malformed YAML at line 1")
+
+
+def test_a_misspelt_tier_variable_is_named_not_ignored_in_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("JUDGE_MODEL_REASONINGFATS", "openai:gpt-4o")
+    monkeypatch.setenv("JUDGE_MODEL_EVAL", "openai:gpt-4o")
+    path = write(tmp_path, Case("ok", stop("Check the final answer."), []))
+    code, lines, _ = validate(path, capsys)
+    tiers = (
+        "JUDGE_MODEL_REASONING, JUDGE_MODEL_REASONINGFAST, JUDGE_MODEL_GENERAL, JUDGE_MODEL_FAST, "
+        "JUDGE_MODEL_LONGCONTEXT"
+    )
+    assert (code, lines) == (
+        0,
+        [
+            "warning: $JUDGE_MODEL_EVAL: no tier reads this variable (did you mean JUDGE_MODEL_REASONING?): "
+            f"it is ignored; the tiers' variables are {tiers}",
+            "warning: $JUDGE_MODEL_REASONINGFATS: no tier reads this variable (did you mean "
+            f"JUDGE_MODEL_REASONINGFAST?): it is ignored; the tiers' variables are {tiers}",
+        ],
     )

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from judge.config import EVENTS
+from judge.config import EVENTS, unknown_event
 from judge.files import FileTooLarge, RefusedFile, load_json, open_regular
 
 #: Largest shadow log read (the same limit as the other dataset files).
@@ -55,7 +55,7 @@ def _records(source: Path) -> Iterator[tuple[int, Any]]:
 def shadow_cases(source: Path, event: str, limit: int | None = None) -> list[dict[str, Any]]:
     """Cases (JSON objects of the cases file) from the records of ``event`` in ``source``."""
     if event not in EVENTS:
-        raise ShadowLogError(f"unknown event {event!r} (expected one of {', '.join(EVENTS)})")
+        raise ShadowLogError(unknown_event(event))
     cases: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
     for number, record in _records(source):

@@ -314,6 +314,29 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def _refuse_errors(config: Config, config_path: Path, force: bool, answer: Answer) -> None:
+    """Refuse a configuration ``judge validate`` finds errors in (an unknown tier, a broken
+    template, a missing include): registered, it would make judge deny every tool call its
+    PreToolUse hooks police, with "judge policy check could not run". ``force`` registers
+    it anyway, saying so."""
+    from judge.validation import check_config
+
+    errors = [f"  {config_path}: {f}" for f in check_config(config) if f.severity == "error"]
+    if not errors:
+        return
+    if not force:
+        raise InstallError(
+            f"refusing to register {config_path}: it has {len(errors)} error(s), and Claude Code would "
+            "run judge with it (a PreToolUse policy that cannot run denies every call it polices):\n"
+            + "\n".join(errors)
+            + f"\nfix them (judge validate {shlex.quote(str(config_path))}) or pass --force; "
+            "nothing was changed"
+        )
+    answer.error(f"warning: registering {config_path} with {len(errors)} error(s) (--force):")
+    for line in errors:
+        answer.error(line)
+
+
 def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
     path = settings_path(args.scope, project)
     entries: list[Entry] = []
@@ -327,6 +350,7 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
         except ConfigError as exc:
             lines = "\n".join(f"  {p}" for p in exc.problems)
             raise InstallError(f"invalid judge configuration {config_path}:\n{lines}") from None
+        _refuse_errors(config, config_path, bool(getattr(args, "force", False)), answer)
         for warning in block_cap_warnings(config):
             answer.error(f"warning: {warning}")
         timeout = getattr(args, "install_timeout", None)

@@ -23,6 +23,7 @@ from judge.llm.providers.base import (
     ToolSpec,
     TransientError,
 )
+from judge.llm.providers.clients import require_key
 from judge.llm.providers.pool import lease_client
 from judge.llm.tiers import ResolvedModel
 
@@ -43,6 +44,7 @@ def make_provider(
 ) -> Provider:
     """A provider for ``model``; raises :class:`HookError` for a missing key or provider."""
     env = os.environ if env is None else env
+    require_key(model, env)
     if model.provider == "openai":
         from judge.llm.providers.openai import OpenAIProvider
 
@@ -65,6 +67,7 @@ async def leased_provider(
     """Like :func:`make_provider`, on an SDK client the running loop reuses for the same
     provider, base URL and key (see :mod:`judge.llm.providers.pool`), for the block."""
     env = os.environ if env is None else env
+    require_key(model, env)
     if model.provider == "openai":
         from judge.llm.providers import openai
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from judge.errors import HookError
 from judge.llm.providers.failures import ResponseTooLarge
+from judge.llm.tiers import DEFAULT_MODELS, ResolvedModel
 
 
 @functools.cache
@@ -36,6 +37,33 @@ def shared_ssl_context() -> ssl.SSLContext:
         except ImportError:
             pass
     return ssl.create_default_context(cafile=cafile, capath=capath)
+
+
+#: Each SDK provider's key and base-URL variables (the SDKs' own names).
+KEY_VARS: dict[str, tuple[str, str]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+}
+
+
+def require_key(model: ResolvedModel, env: Mapping[str, str]) -> None:
+    """A :class:`HookError` when ``model``'s provider has no key, before its SDK is even
+    imported (that takes seconds, for every judgement of a run without a key). A tier's
+    built-in model names the other provider's key as a way out too."""
+    names = KEY_VARS.get(model.provider)
+    if names is None or env.get(names[0]):
+        return
+    message = f"{names[0]} is not set (needed for {model.label}"
+    if model.builtin and model.tier is not None:
+        other = next(p for p in KEY_VARS if p != model.provider)
+        other_label = f"{other}:{DEFAULT_MODELS[other][model.tier]}"
+        message += (
+            f", the built-in model of the tier {model.tier}); set it, or set {KEY_VARS[other][0]} "
+            f"to have the tier served by {other_label}"
+        )
+    else:
+        message += ")"
+    raise HookError(message)
 
 
 def api_settings(env: Mapping[str, str], key_var: str, url_var: str, label: str) -> tuple[str, str | None]:
