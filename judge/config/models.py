@@ -13,6 +13,18 @@ from typing import Annotated, Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from judge.config.fields import cascade_stages, model_name
+from judge.config.fields import type_field_problems as type_field_problems
+from judge.config.prompt_options import (
+    MAX_SAMPLES,
+    Aggregate,
+    CalibrationPolicy,
+    samples_in_range,
+    sampling_problems,
+)
+from judge.config.spending import Budgets as Budgets
+from judge.config.spending import ModelPrice as ModelPrice
+from judge.decision import HookCalibration
 from judge.hooks import sandbox
 
 #: Events a configuration may define hooks for. ``SubagentStop`` follows the Stop rules.
@@ -32,56 +44,6 @@ FailMode = Literal["allow", "block"]
 EvidenceMode = Literal["off", "required"]
 #: ``enforce``: the hook's verdict counts; ``shadow``: it is recorded, never acted on.
 HookMode = Literal["enforce", "shadow"]
-
-
-def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
-    """Which of prompt/command/script a hook of ``type_`` is missing or must not have.
-
-    Messages start with the field they are about when there is one (``prompt: ...``).
-    """
-    if type_ == "prompt":
-        problems = []
-        if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
-            problems.append("prompt: required for prompt hooks")
-        for name, value in (("command", command), ("script", script)):
-            if value is not None:
-                problems.append(f"{name}: not allowed on prompt hooks (set type: command)")
-        return problems
-    if type_ == "command":
-        problems = []
-        if command is not None and script is not None:
-            problems.append("command hooks take exactly one of `command` or `script`, not both")
-        elif command is None and script is None:
-            problems.append("command hooks need `command` or `script`")
-        if prompt is not None:
-            problems.append("prompt: not allowed on command hooks (set type: prompt)")
-        return problems
-    return []
-
-
-def model_name(value: Any, where: str = "") -> str:
-    """``value`` when it names a tier or a model; ValueError otherwise."""
-    if not isinstance(value, str):
-        raise ValueError(
-            f"{where}must be a tier or model name (a string), or a list of them (a cascade), "
-            f"got {type(value).__name__} {value!r}"
-        )
-    prefix, sep, rest = value.strip().partition(":")
-    if not value.strip() or (sep and prefix.lower() in ("openai", "anthropic", "fake") and not rest.strip()):
-        raise ValueError(
-            f"{where}must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), got {value!r}"
-        )
-    return value
-
-
-def cascade_stages(value: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
-    """A cascade's models, first (cheapest) first; ValueError for fewer than 2 or a non-name."""
-    if len(value) < 2:
-        raise ValueError(
-            "a cascade lists 2 or more models, first the cheap one (e.g. [Fast, Reasoning]), "
-            f"got {list(value)!r}; for one model write it as a string"
-        )
-    return tuple(model_name(v, f"stage {i + 1}: ") for i, v in enumerate(value))
 
 
 class Hook(BaseModel):
@@ -157,6 +119,36 @@ class Hook(BaseModel):
         "failMode applies. Verified citations are appended to the reason and listed in the hook "
         "result's `citations`. `off` (default): no citations asked.",
     )
+    calibration: CalibrationPolicy | None = Field(
+        None,
+        description="Prompt hooks: enforce only while a calibration record measured for this "
+        "hook's prompt and model meets the floors; when the record is missing, stale (the prompt "
+        'or model changed) or below a floor, the hook runs as shadow and says why (`"calibration": '
+        '{"status": ...}` in its result). docs/calibration.md.',
+    )
+    samples: int = Field(
+        1,
+        ge=1,
+        le=MAX_SAMPLES,
+        description="Prompt hooks: independent judgements per call (1-9), run in parallel within "
+        "the hook's timeout; `aggregate` makes the verdict. Each is a model call (k samples cost "
+        "k calls); the hook result lists them (`samples`) with their `agreement`.",
+    )
+    aggregate: Aggregate = Field(
+        "majority",
+        description="Prompt hooks with `samples` > 1: `majority` (default; an odd number of "
+        "samples), `any` (one block blocks) or `all` (blocks only when every sample blocks). "
+        "Samples that fail are left out; when none answers, the hook fails (failMode).",
+    )
+    escalate_below: float | None = Field(
+        None,
+        gt=0.5,
+        le=1.0,
+        alias="escalateBelow",
+        description="Cascades with `samples` > 1: a stage whose samples agree less than this "
+        "(the share that gave the majority verdict) goes to the next model even when it approves "
+        "(default 1.0: any disagreement escalates).",
+    )
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -175,6 +167,8 @@ class Hook(BaseModel):
         if not 1 <= value <= 25:
             raise ValueError(f"must be between 1 and 25, got {value}")
         return value
+
+    _samples_range = field_validator("samples", mode="before")(samples_in_range)
 
     @field_validator("model", mode="before")
     @classmethod
@@ -226,11 +220,29 @@ class Hook(BaseModel):
         if self.type == "prompt":
             unused = [f for f in ("cwd", "env") if f in self.model_fields_set]
             problems += [f"{f}: only for command hooks" for f in unused]
-        elif self.evidence == "required":
-            problems.append("evidence: only for prompt hooks (a command hook's answer is not checked)")
+            problems += sampling_problems(self.samples, self.aggregate, self.escalate_below, self.model)
+        else:
+            if self.evidence == "required":
+                problems.append("evidence: only for prompt hooks (a command hook's answer is not checked)")
+            # (compared with the defaults: a dumped and reloaded command hook names them all)
+            prompt_only = {"calibration": None, "samples": 1, "aggregate": "majority", "escalate_below": None}
+            problems += [
+                f"{self._alias(f)}: only for prompt hooks"
+                for f, unset in prompt_only.items()
+                if getattr(self, f) != unset
+            ]
         if problems:
             raise ValueError(problems[0])
         return self
+
+    @classmethod
+    def _alias(cls, name: str) -> str:
+        return cls.model_fields[name].alias or name
+
+    @property
+    def samples_escalate_below(self) -> float:
+        """The agreement under which a cascade stage's samples escalate (default 1.0)."""
+        return 1.0 if self.escalate_below is None else self.escalate_below
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -264,6 +276,17 @@ class Hook(BaseModel):
             return True
 
 
+def hook_place(event: str, index: int, agent: str | None = None) -> str:
+    """Where a hook is written, as messages name it: ``hooks.Stop[0]``, or
+    ``customAgents.NAME.hooks.Stop[0]`` for a custom agent's."""
+    where = f"hooks.{event}[{index}]"
+    return f"customAgents.{agent}.{where}" if agent is not None else where
+
+
+def _shadow(hook: Hook) -> Hook:
+    return hook if hook.mode == "shadow" else hook.model_copy(update={"mode": "shadow"})
+
+
 class HookSet(BaseModel):
     """Hooks per event."""
 
@@ -293,30 +316,6 @@ class CustomAgent(BaseModel):
     )
 
 
-class ModelPrice(BaseModel):
-    """A model's price in US dollars per million tokens."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: float = Field(ge=0, description="USD per million input tokens.")
-    output: float = Field(ge=0, description="USD per million output tokens.")
-
-
-class Budgets(BaseModel):
-    """Spending limits of prompt hooks (kept where the gate has state: the service, judge
-    claude-code, judge run --state). A prompt hook whose budget is spent is not run: it is a
-    hook error ``budget exhausted ...`` and its failMode decides."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    per_session_usd: float | None = Field(
-        None, gt=0, alias="perSessionUsd", description="USD one session may spend on prompt hooks."
-    )
-    per_day_usd: float | None = Field(
-        None, gt=0, alias="perDayUsd", description="USD all sessions may spend per UTC day."
-    )
-
-
 class Config(BaseModel):
     """A validated hook configuration (either form, normalised)."""
 
@@ -343,21 +342,46 @@ class Config(BaseModel):
     hooks_key: str = Field(
         "hooks", exclude=True, description="Where the hooks were written: `hooks` or `spec.hooks`."
     )
+    #: Each calibrated hook's calibration (by :func:`hook_place`) as found when the
+    #: configuration was loaded; None: not applied, hooks judged as written (what evals measure).
+    calibration: dict[str, HookCalibration] | None = Field(default_factory=dict, exclude=True)
 
     def hooks_for(self, event: str, agent_name: str | None) -> list[tuple[str, int, Hook]]:
-        """(level, index, hook) for ``event``: agent level first, then the custom agent's."""
-        selected: list[tuple[str, int, Hook]] = [
-            ("agent", i, h) for i, h in enumerate(self.hooks.for_event(event))
-        ]
+        """(level, index, hook) for ``event``: agent level first, then the custom agent's.
+
+        A hook that may not enforce (its custom agent is in shadow mode, or its calibration
+        is not ``ok``: :meth:`calibration_of`) comes as a shadow copy."""
+        found = self.hooks.for_event(event)
+        selected = [("agent", i, self._calibrated(h, hook_place(event, i))) for i, h in enumerate(found)]
         if agent_name and agent_name in self.custom_agents:
             agent = self.custom_agents[agent_name]
-            custom = agent.hooks.for_event(event)
+            custom = [
+                self._calibrated(h, hook_place(event, i, agent_name))
+                for i, h in enumerate(agent.hooks.for_event(event))
+            ]
             if agent.mode == "shadow":
-                custom = [
-                    h if h.mode == "shadow" else h.model_copy(update={"mode": "shadow"}) for h in custom
-                ]
+                custom = [_shadow(h) for h in custom]
             selected += [("custom", i, h) for i, h in enumerate(custom)]
         return selected
+
+    def calibration_of(self, place: str, hook: Hook) -> HookCalibration | None:
+        """The calibration ``hook`` (at ``place``, see :func:`hook_place`) is judged by: None
+        without a ``calibration:`` block or when calibration is not applied (an eval); a
+        calibrated hook nobody assessed is ``missing`` (it cannot enforce unmeasured)."""
+        if hook.calibration is None or self.calibration is None:
+            return None
+        found = self.calibration.get(place)
+        if found is None:
+            return HookCalibration(
+                status="missing",
+                reason="the calibration was not loaded (load the configuration from its file)",
+                file=hook.calibration.file,
+            )
+        return found
+
+    def _calibrated(self, hook: Hook, place: str) -> Hook:
+        found = self.calibration_of(place, hook)
+        return hook if found is None or found.status == "ok" else _shadow(hook)
 
     def every_hook_for(self, event: str) -> list[tuple[str, int, Hook]]:
         """:meth:`hooks_for` every agent at once: agent level, then each custom agent's

@@ -4,6 +4,11 @@ The rules live here:
 
 * which hooks run: agent level first, then the running custom agent's; tool events
   filter by matcher;
+* a hook whose calibration is not ``ok`` (its ``calibration:`` record is missing, stale
+  or below a floor, as found when the configuration was loaded and handed in with it:
+  ``Config.calibration``) runs as shadow, and its result says why (``calibration``);
+* a prompt hook with ``samples: k`` judges k times within its one timeout and votes
+  (:mod:`judge.hooks.samples`);
 * Stop: all hooks run concurrently, results in declared order; a reasonless JSON
   rejection is an approval; exit code 2 always blocks; only prompt rejections count
   against ``maxRejections`` (the maximum over the prompt hooks); ``c + 1 >= max``
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook
+from judge.config.models import hook_place
 from judge.context import context_json, parse_context
 from judge.decision import CascadeStage, Decision, HookOutcome, Usage, asked, last_additional_context
 from judge.errors import CascadeError, HookError
@@ -33,6 +39,7 @@ from judge.hooks.answers import HookAnswer, parse_hook_output
 from judge.hooks.cascade import judge_cascade
 from judge.hooks.command import OUTPUT_CAP, run_command_hook
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
+from judge.hooks.samples import judge_samples
 from judge.pricing import Price, cost_usd, price_table, stages_cost
 
 DEFAULT_EXIT2_REASON = "Blocked by hook (exit code 2)"
@@ -120,6 +127,8 @@ class Engine:
         )
         if not isinstance(hook.model, str):
             return await judge_cascade(self.judge, request)
+        if hook.samples > 1:  # k judgements, each by the same deadline
+            return await judge_samples(self.judge, request)
         try:
             async with asyncio.timeout_at(request.deadline):
                 return await self.judge.evaluate(request)
@@ -222,6 +231,8 @@ class Engine:
             else cost_usd(failed_model, failed_usage, self.prices),
             mode="shadow" if hook.mode == "shadow" else None,
             citations=verdict.citations if verdict else None,
+            samples=verdict.samples if verdict else None,
+            agreement=verdict.agreement if verdict else None,
         )
         if stages is not None:  # a cascade: every stage called is priced and paid for
             outcome.stages = stages
@@ -257,9 +268,12 @@ class Engine:
     async def _hook(
         self, event: str, level: str, index: int, hook: Hook, context: dict[str, Any], run: _Run
     ) -> HookOutcome:
-        return await self.run_hook(
+        outcome = await self.run_hook(
             event, level, index, hook, context, run.transcript, run.repeat, run.unjudged
         )
+        agent = context.get("agent_name") if level == "custom" else None
+        outcome.calibration = self.config.calibration_of(hook_place(event, index, agent), hook)
+        return outcome
 
     # -- one event --------------------------------------------------------------
 

@@ -534,6 +534,10 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "maxRejections",
         "mode",
         "evidence",
+        "calibration",
+        "samples",
+        "aggregate",
+        "escalateBelow",
     }
     assert hook["additionalProperties"] is False
     assert hook["properties"]["timeout"]["default"] == 30

@@ -1,0 +1,57 @@
+"""Field-level checks of a hook shared by the config models and the located validation of
+whole documents: which of prompt/command/script a hook type takes, and what names a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
+    """Which of prompt/command/script a hook of ``type_`` is missing or must not have.
+
+    Messages start with the field they are about when there is one (``prompt: ...``).
+    """
+    if type_ == "prompt":
+        problems = []
+        if prompt is None or (isinstance(prompt, str) and not prompt.strip()):
+            problems.append("prompt: required for prompt hooks")
+        for name, value in (("command", command), ("script", script)):
+            if value is not None:
+                problems.append(f"{name}: not allowed on prompt hooks (set type: command)")
+        return problems
+    if type_ == "command":
+        problems = []
+        if command is not None and script is not None:
+            problems.append("command hooks take exactly one of `command` or `script`, not both")
+        elif command is None and script is None:
+            problems.append("command hooks need `command` or `script`")
+        if prompt is not None:
+            problems.append("prompt: not allowed on command hooks (set type: prompt)")
+        return problems
+    return []
+
+
+def model_name(value: Any, where: str = "") -> str:
+    """``value`` when it names a tier or a model; ValueError otherwise."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"{where}must be a tier or model name (a string), or a list of them (a cascade), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    prefix, sep, rest = value.strip().partition(":")
+    if not value.strip() or (sep and prefix.lower() in ("openai", "anthropic", "fake") and not rest.strip()):
+        raise ValueError(
+            f"{where}must name a tier (e.g. ReasoningFast) or a model (e.g. openai:<name>), got {value!r}"
+        )
+    return value
+
+
+def cascade_stages(value: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
+    """A cascade's models, first (cheapest) first; ValueError for fewer than 2 or a non-name."""
+    if len(value) < 2:
+        raise ValueError(
+            "a cascade lists 2 or more models, first the cheap one (e.g. [Fast, Reasoning]), "
+            f"got {list(value)!r}; for one model write it as a string"
+        )
+    return tuple(model_name(v, f"stage {i + 1}: ") for i, v in enumerate(value))
