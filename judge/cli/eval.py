@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judge.cli.progress import make_progress
+from judge.cli.trust_summary import trust_summary
 from judge.errors import UsageError
 from judge.evaluation.batch.state import summary_lines as batch_summary
 from judge.evaluation.bounds import parse_bounds
@@ -52,6 +53,7 @@ def _summary(report: dict[str, Any], out: Path) -> str:
     lines += cascade_summary(report)
     if "flipRate" in report:
         lines.append(f"  flip rate {_num(report['flipRate'])}")
+    lines += trust_summary(report, out)
     lat = report["latencyMs"]
     lines.append(f"  latency p50 {_num(lat['p50'])} ms, p90 {_num(lat['p90'])} ms, p99 {_num(lat['p99'])} ms")
     lines.append(f"  reports: {out / 'report.html'}, {out / 'report.json'}, {out / 'junit.xml'}")
@@ -91,6 +93,7 @@ def settings_from(
         raise UsageError(f"--repeats must be between 1 and 100, got {args.repeats}")
     variants = plan_variants(getattr(args, "model", None), getattr(args, "config", None))
     cache = getattr(args, "cache", None)
+    calibration = getattr(args, "calibration", None)
     settings = EvalSettings(
         suite=args.suite,
         out=Path(args.out),
@@ -105,6 +108,8 @@ def settings_from(
         batch=bool(getattr(args, "batch", False)),
         quiet=bool(getattr(args, "quiet", False)),
         bounds=bounds,
+        probes=getattr(args, "probes", None),
+        calibration=Path(calibration) if calibration else None,
         judge=judge,
         note=_err,
         progress=lambda: make_progress(quiet=bool(getattr(args, "quiet", False))),
