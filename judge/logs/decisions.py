@@ -61,6 +61,7 @@ def record_of(event: str, agent: Any, session: Any, decision: Decision, seconds:
                 "decision": h.decision,
                 "error": _cut(h.error, REASON_CHARS),
                 **({"mode": "shadow", "reason": _cut(h.reason, REASON_CHARS)} if h.mode == "shadow" else {}),
+                **({"calibration": h.calibration.status} if h.calibration is not None else {}),
             }
             for h in decision.hooks
         ],
@@ -182,6 +183,7 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
     """What the live view shows of ``records`` (oldest first)."""
     now = (now or datetime.now(UTC)).replace(second=0, microsecond=0)
     hooks: dict[tuple[str, str, str], Counter[str]] = {}
+    calibration: dict[tuple[str, str, str], str] = {}  # the latest status seen per hook
     reasons: Counter[str] = Counter()
     forced = [r for r in records if r.get("forcedStop")]
     minutes = [now - timedelta(minutes=i) for i in range(TIMELINE_MINUTES - 1, -1, -1)]
@@ -194,6 +196,8 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
             key = (str(record.get("event")), str(hook.get("hook")), str(hook.get("type")))
             counts = hooks.setdefault(key, Counter())
             counts["total"] += 1
+            if isinstance(hook.get("calibration"), str):
+                calibration[key] = hook["calibration"]
             if hook.get("error"):
                 counts["errors"] += 1
                 errored = True
@@ -220,6 +224,7 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
                 "total": c["total"],
                 "blockRate": round(c["blocks"] / c["total"], 4),
                 "errorRate": round(c["errors"] / c["total"], 4),
+                "calibration": calibration.get((event, hook, kind)),
             }
             for (event, hook, kind), c in sorted(hooks.items())
         ],

@@ -23,6 +23,7 @@ from pathlib import Path
 import uvicorn
 from starlette.applications import Starlette
 
+from judge.hooks.calibration import status_lines
 from judge.service.app import (
     SETTINGS_ENV,
     ServerSettings,
@@ -99,6 +100,8 @@ def run_service(
         f"judge serve: at most {settings.max_connections} connections per worker; request headers "
         f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s"
     )
+    for line in status_lines(settings.config):  # calibrated hooks: enforcing or shadow, and why
+        _err(f"judge serve: {line}")
     configure(ConnectionLimits(settings.header_timeout, settings.max_connections or 1))
     try:
         if workers > 1:

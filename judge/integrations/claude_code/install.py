@@ -47,6 +47,7 @@ from typing import Any
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
+from judge.hooks.calibration import status_lines
 from judge.integrations.claude_code.answer import Answer
 from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_EVENTS,
@@ -329,6 +330,8 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
             raise InstallError(f"invalid judge configuration {config_path}:\n{lines}") from None
         for warning in block_cap_warnings(config):
             answer.error(f"warning: {warning}")
+        for line in status_lines(config):  # as found now; each session keeps what it starts with
+            answer.error(line)
         timeout = getattr(args, "install_timeout", None)
         rewrite = getattr(args, "install_rewrite", None)
         entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)
