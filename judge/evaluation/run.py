@@ -354,10 +354,10 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
     outcome.suite = suite
     repeats = 1 if settings.recorded else settings.repeats if settings.repeats is not None else suite.repeats
     try:
-        _check_modes(settings, suite)
         plan = prepare(
             suite, settings.probes, settings.calibration, recorded=settings.recorded, batch=settings.batch
         )
+        _check_modes(settings, suite)
         results_path = _prepare_out(settings)
     except UsageError as exc:
         outcome.problems = [f"judge eval: {exc}"]
