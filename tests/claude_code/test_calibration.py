@@ -129,3 +129,29 @@ def test_install_says_which_hooks_enforce(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "hooks.Stop[0]: calibration missing: runs as shadow: " in proc.stderr
+
+
+def test_install_keeps_a_calibrated_policys_fail_closed_entry_for_when_its_record_arrives(
+    tmp_path: Path,
+) -> None:
+    hook = {
+        "type": "prompt",
+        "model": MODEL,
+        "prompt": PROMPT,
+        "matcher": "Bash",
+        "failMode": "block",
+        "calibration": {"file": "../runs/cal.json"},  # not measured yet: shadow for now
+    }
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "judge.yaml").write_text(json.dumps({"hooks": {"PreToolUse": [hook]}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge", "claude-code", "install"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    [group] = settings["hooks"]["PreToolUse"]
+    assert group["hooks"][0]["onFailure"] == "block"

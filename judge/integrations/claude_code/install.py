@@ -119,9 +119,11 @@ def is_judge_handler(handler: Any) -> bool:
 
 def _hooks_by_event(config: Config) -> dict[str, list[Hook]]:
     """Every hook per event, agent level and custom agents', as they run (a shadow agent's
-    hooks are shadow hooks)."""
+    hooks are shadow hooks). Calibration is left out: a record written after the install
+    lets a calibrated hook enforce, and its failMode with it."""
+    written = config.model_copy(update={"calibration": None})
     out = {
-        event: [hook for _, _, hook in config.every_hook_for(event)]
+        event: [hook for _, _, hook in written.every_hook_for(event)]
         for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse")
     }
     return {event: hooks for event, hooks in out.items() if hooks}
