@@ -1,10 +1,14 @@
 """Field-level checks of a hook shared by the config models and the located validation of
-whole documents: which of prompt/command/script a hook type takes, and what names a model.
+whole documents: which of prompt/command/script a hook type takes, and what names a model;
+and where a hook is written (:func:`hook_place`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judge.config.models import Hook
 
 
 def type_field_problems(type_: Any, prompt: Any, command: Any, script: Any) -> list[str]:
@@ -55,3 +59,15 @@ def cascade_stages(value: list[Any] | tuple[Any, ...]) -> tuple[str, ...]:
             f"got {list(value)!r}; for one model write it as a string"
         )
     return tuple(model_name(v, f"stage {i + 1}: ") for i, v in enumerate(value))
+
+
+def hook_place(event: str, index: int, agent: str | None = None) -> str:
+    """Where a hook is written, as messages name it: ``hooks.Stop[0]``, or
+    ``customAgents.NAME.hooks.Stop[0]`` for a custom agent's."""
+    where = f"hooks.{event}[{index}]"
+    return f"customAgents.{agent}.{where}" if agent is not None else where
+
+
+def shadow_copy(hook: Hook) -> Hook:
+    """``hook`` in shadow mode (itself when it already is)."""
+    return hook if hook.mode == "shadow" else hook.model_copy(update={"mode": "shadow"})

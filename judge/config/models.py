@@ -1,7 +1,10 @@
 """The configuration's shapes: hooks, hooks per event, custom agents and the whole config.
 
-Field-level rules live here (timeouts, regex matchers, script limits); the located
-validation of whole documents is :mod:`judge.config.load`.
+Field-level rules live here (timeouts, regex matchers, script limits), with the checks
+shared with the document validation in :mod:`judge.config.fields`, the prompt-hook options
+(calibration, samples) in :mod:`judge.config.prompt_options` and prices and budgets in
+:mod:`judge.config.spending`; the located validation of whole documents is
+:mod:`judge.config.load`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from typing import Annotated, Any, Literal
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from judge.config.fields import cascade_stages, model_name
+from judge.config.fields import cascade_stages, model_name, shadow_copy
+from judge.config.fields import hook_place as hook_place
 from judge.config.fields import type_field_problems as type_field_problems
 from judge.config.prompt_options import (
     MAX_SAMPLES,
@@ -276,17 +280,6 @@ class Hook(BaseModel):
             return True
 
 
-def hook_place(event: str, index: int, agent: str | None = None) -> str:
-    """Where a hook is written, as messages name it: ``hooks.Stop[0]``, or
-    ``customAgents.NAME.hooks.Stop[0]`` for a custom agent's."""
-    where = f"hooks.{event}[{index}]"
-    return f"customAgents.{agent}.{where}" if agent is not None else where
-
-
-def _shadow(hook: Hook) -> Hook:
-    return hook if hook.mode == "shadow" else hook.model_copy(update={"mode": "shadow"})
-
-
 class HookSet(BaseModel):
     """Hooks per event."""
 
@@ -360,7 +353,7 @@ class Config(BaseModel):
                 for i, h in enumerate(agent.hooks.for_event(event))
             ]
             if agent.mode == "shadow":
-                custom = [_shadow(h) for h in custom]
+                custom = [shadow_copy(h) for h in custom]
             selected += [("custom", i, h) for i, h in enumerate(custom)]
         return selected
 
@@ -379,9 +372,16 @@ class Config(BaseModel):
             )
         return found
 
+    def calibration_at(
+        self, event: str, level: str, index: int, hook: Hook, agent_name: Any = None
+    ) -> HookCalibration | None:
+        """:meth:`calibration_of` a hook as :meth:`hooks_for` selected it (``level`` and index)."""
+        agent = str(agent_name) if level == "custom" and agent_name is not None else None
+        return self.calibration_of(hook_place(event, index, agent), hook)
+
     def _calibrated(self, hook: Hook, place: str) -> Hook:
         found = self.calibration_of(place, hook)
-        return hook if found is None or found.status == "ok" else _shadow(hook)
+        return hook if found is None or found.status == "ok" else shadow_copy(hook)
 
     def every_hook_for(self, event: str) -> list[tuple[str, int, Hook]]:
         """:meth:`hooks_for` every agent at once: agent level, then each custom agent's

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook
-from judge.config.models import hook_place
 from judge.context import context_json, parse_context
 from judge.decision import CascadeStage, Decision, HookOutcome, Usage, asked, last_additional_context
 from judge.errors import CascadeError, HookError
@@ -271,8 +270,7 @@ class Engine:
         outcome = await self.run_hook(
             event, level, index, hook, context, run.transcript, run.repeat, run.unjudged
         )
-        agent = context.get("agent_name") if level == "custom" else None
-        outcome.calibration = self.config.calibration_of(hook_place(event, index, agent), hook)
+        outcome.calibration = self.config.calibration_at(event, level, index, hook, context.get("agent_name"))
         return outcome
 
     # -- one event --------------------------------------------------------------

@@ -301,3 +301,12 @@ def test_an_eval_measures_calibrated_hooks_as_written_and_its_record_then_lets_t
     # every label was block: kappa is 1 by definition (judge and labels one class, all agree)
     assert found.status == "ok", found.reason
     capsys.readouterr()
+
+
+def test_a_decision_by_failmode_alone_says_the_hooks_calibration_too(tmp_path: Path) -> None:
+    from judge.hooks.gate import fail_mode_decision
+
+    engine = Engine(load_config(arrange(tmp_path, "stale")))
+    decision = fail_mode_decision(engine, "Stop", STOP, "state database: connection refused")
+    [hook] = decision.to_json()["hooks"]
+    assert (hook["mode"], hook["calibration"]["status"]) == ("shadow", "stale")
