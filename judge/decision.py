@@ -1,8 +1,9 @@
 """What the gate answers: the :class:`Decision` for one event, with one :class:`HookOutcome`
 per hook that ran (its verdict, reason, error, model, :class:`Usage`, citations, cascade
-stages) and, on Stop, its :data:`StopOutcome`. ``Decision.to_json()`` is the decision JSON
-of ``judge run``, the service and the logs. How a hook's own answer is read is
-:mod:`judge.hooks.answers`; which outcome a Stop round gets is :mod:`judge.hooks.outcomes`.
+stages, samples, the :class:`HookCalibration` that let it enforce or not) and, on Stop,
+its :data:`StopOutcome`. ``Decision.to_json()`` is the decision JSON of ``judge run``, the
+service and the logs. How a hook's own answer is read is :mod:`judge.hooks.answers`;
+which outcome a Stop round gets is :mod:`judge.hooks.outcomes`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,44 @@ class Usage(BaseModel):
         )
 
 
+class SampleVerdict(BaseModel):
+    """One of a prompt hook's samples (``samples: k``): its verdict and reason."""
+
+    #: ``error``: this sample has no verdict (see ``error``); it is left out of the vote.
+    verdict: Literal["allow", "block", "error"]
+    reason: str | None = None
+    error: str | None = None
+
+
+CalibrationStatus = Literal["missing", "stale", "below", "ok"]
+
+
+class HookCalibration(BaseModel):
+    """Whether a prompt hook with a ``calibration:`` block may enforce, and why: ``ok`` (its
+    record matches the hook's prompt and model and meets every floor), ``missing`` (no file,
+    or no record for this hook), ``stale`` (a record for this hook's place, but measured with
+    another prompt or model) or ``below`` (a floor is not met). Anything but ``ok`` runs the
+    hook as shadow."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+    status: CalibrationStatus
+    #: Why, in words (``ok``: what was measured).
+    reason: str
+    #: The calibration file, as the hook names it.
+    file: str | None = None
+    #: The matching record's figures (absent without one).
+    cases: int | None = None
+    kappa: float | None = None
+    block_precision: float | None = Field(None, alias="blockPrecision")
+    block_recall: float | None = Field(None, alias="blockRecall")
+    #: When the record was measured (ISO 8601).
+    measured_at: str | None = Field(None, alias="measuredAt")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class CascadeStage(BaseModel):
     """One stage of a model cascade (a hook whose ``model`` is a list), as judged."""
 
@@ -52,6 +91,9 @@ class CascadeStage(BaseModel):
     cost_usd: float | None = Field(None, alias="costUsd")
     #: Later stages: whether this verdict is the previous stage's (None when either has none).
     agreed: bool | None = None
+    #: ``samples`` > 1: each sample of this stage, and the share that gave its verdict.
+    samples: list[SampleVerdict] | None = None
+    agreement: float | None = None
 
 
 class Citation(BaseModel):
@@ -101,6 +143,29 @@ class HookOutcome(BaseModel):
     #: Stop: the prompt hook was not run because background tasks were still running
     #: (``backgroundTasks: defer``); omitted when false.
     deferred: bool = False
+    #: ``samples`` > 1: each sample's verdict and reason, in order.
+    samples: list[SampleVerdict] | None = None
+    #: ``samples`` > 1: the share of the samples with a verdict that gave the hook's.
+    agreement: float | None = None
+    #: A hook with a ``calibration:`` block: its status (anything but ``ok`` made it shadow).
+    calibration: HookCalibration | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """This hook's entry of the decision JSON (optional fields only when present)."""
+        optional = ("mode", "cost_usd", "stages", "citations", "samples", "agreement", "calibration")
+        omitted = {k for k in optional if getattr(self, k) is None}
+        omitted |= {k for k in ("impossible", "deferred") if not getattr(self, k)}
+        out = self.model_dump(by_alias=True, exclude=omitted)
+        if self.calibration is not None:
+            out["calibration"] = self.calibration.to_json()
+        if self.stages is not None:
+            out["stages"] = [
+                stage.model_dump(
+                    by_alias=True, exclude={k for k in ("samples", "agreement") if getattr(stage, k) is None}
+                )
+                for stage in self.stages
+            ]
+        return out
 
     @property
     def effective(self) -> bool:
@@ -170,24 +235,7 @@ class Decision(BaseModel):
             }
         if self.updated_input is not None:
             out["updatedInput"] = self.updated_input
-        out["hooks"] = [
-            h.model_dump(
-                by_alias=True,
-                exclude={
-                    k
-                    for k, v in (
-                        ("mode", h.mode),
-                        ("cost_usd", h.cost_usd),
-                        ("stages", h.stages),
-                        ("citations", h.citations),
-                        ("impossible", h.impossible or None),
-                        ("deferred", h.deferred or None),
-                    )
-                    if v is None
-                },
-            )
-            for h in self.hooks
-        ]
+        out["hooks"] = [h.to_json() for h in self.hooks]
         if any(h.cost_usd is not None for h in self.hooks):
             out["costUsd"] = self.cost_usd
         return out

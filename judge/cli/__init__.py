@@ -201,6 +201,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge through the providers' batch APIs (cheaper, hours of latency, no tools)",
     )
     add_view_flags(p)
+    p.add_argument(
+        "--probes",
+        metavar="NAMES",
+        help="re-judge every case perturbed by each probe and count the flips: padding, claims, "
+        "injection, format, the suite's own (comma-separated), or all",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE",
+        help="with --recorded: also report the block rate corrected for the judge's error "
+        "measured in FILE (a calibration.json)",
+    )
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 

@@ -23,6 +23,7 @@ from judge.cli.report_view import (
     outcome_document,
     print_json,
 )
+from judge.cli.trust_summary import trust_summary
 from judge.errors import UsageError
 from judge.evaluation.batch.state import summary_lines as batch_summary
 from judge.evaluation.bounds import parse_bounds
@@ -62,6 +63,7 @@ def _summary(report: dict[str, Any], out: Path) -> str:
         lines.append(f"  stop outcomes: {shown} (impossible rate {_num(report.get('impossibleRate'))})")
     if "flipRate" in report:
         lines.append(f"  flip rate {_num(report['flipRate'])}")
+    lines += trust_summary(report, out)
     lat = report["latencyMs"]
     lines.append(f"  latency p50 {_num(lat['p50'])} ms, p90 {_num(lat['p90'])} ms, p99 {_num(lat['p99'])} ms")
     lines.append(f"  reports: {out / 'report.html'}, {out / 'report.json'}, {out / 'junit.xml'}")
@@ -102,6 +104,7 @@ def settings_from(
     variants = plan_variants(getattr(args, "model", None), getattr(args, "config", None))
     cache = getattr(args, "cache", None)
     quiet = bool(getattr(args, "quiet", False) or getattr(args, "json", False))  # --json: stdout is the JSON
+    calibration = getattr(args, "calibration", None)
     settings = EvalSettings(
         suite=args.suite,
         out=Path(args.out),
@@ -116,6 +119,8 @@ def settings_from(
         batch=bool(getattr(args, "batch", False)),
         quiet=quiet,
         bounds=bounds,
+        probes=getattr(args, "probes", None),
+        calibration=Path(calibration) if calibration else None,
         judge=judge,
         note=_err,
         progress=lambda: make_progress(quiet=quiet),

@@ -43,6 +43,18 @@ hooks:
       # The packaged prompts: completeness.j2, investigation.j2, evidence.j2,
       # format_marker.j2. Template variables: final_output, agent_name, ... (the event's
       # documented fields) and context.<any field>. $ARGUMENTS is the whole context.
+      #
+      # Trust the judge before it blocks: 1. label recorded answers (judge-smoke/cases.jsonl,
+      # 30 or more); 2. measure it: `judge eval judge-smoke/suite.yaml --out runs/real`
+      # writes runs/real/calibration.json (kappa, block precision, ... for this prompt and
+      # model); 3. set the floors below and uncomment them; 4. it enforces while its record
+      # meets them. Until then, or when the prompt or model changes, it runs as shadow:
+      # recorded, never blocking, and its result says why (`calibration.status`).
+      # calibration:
+      #   file: runs/real/calibration.json
+      #   minKappa: 0.6
+      #   minBlockPrecision: 0.8
+      #   minCases: 30
 
   # PreToolUse: before a tool runs. A command hook is a script: no LLM, no cost.
   # It reads the context JSON on stdin; printing {"decision": "block", "reason": ...}
@@ -117,7 +129,9 @@ Next:
       the smoke suite offline: no API key, a rule-of-thumb fake judge
   export ANTHROPIC_API_KEY=...    (or OPENAI_API_KEY=...)
   judge eval {suite} --out {runs}/real
-      the same suite with the real judge; add your own labelled cases
+      the same suite with the real judge; add your own labelled cases: it writes
+      {runs}/real/calibration.json, what the Stop hook's `calibration:` block (commented
+      in {config}) needs before the hook may block
   echo '{{"tool_name": "Bash", "tool_input": {{"command": "rm -rf /"}}}}' \\
     | judge run --config {config} --event PreToolUse
       one decision as JSON (the command hook blocks; no key needed)

@@ -136,7 +136,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if store is not None:
             store.close()
-    for line in [*decision.error_lines(), *decision.notes]:
+    shadowed = [h for h in decision.hooks if h.calibration is not None and h.calibration.status != "ok"]
+    calibration = [
+        f"{decision.event} hook {h.level}[{h.index}] ran as shadow: calibration {h.calibration.status}: "
+        f"{h.calibration.reason}"
+        for h in shadowed
+        if h.calibration is not None
+    ]
+    for line in [*decision.error_lines(), *calibration, *decision.notes]:
         _err(f"judge run: {line}")
     print(json.dumps(decision.to_json(), ensure_ascii=False, indent=2))
     return 0

@@ -8,6 +8,7 @@ The package is split by concept: :mod:`~judge.config.models` (the shapes),
 """
 
 from judge.config.entries import unknown_event
+from judge.config.fields import MAX_SCRIPT_BYTES, SUPPORTED_SHEBANGS
 from judge.config.load import (
     BARE_KEYS,
     RESOURCE_KEYS,
@@ -20,9 +21,7 @@ from judge.config.load import (
 from judge.config.models import (
     EVENTS,
     MATCH_TIMEOUT,
-    MAX_SCRIPT_BYTES,
     STOP_EVENTS,
-    SUPPORTED_SHEBANGS,
     TOOL_EVENTS,
     Config,
     CustomAgent,

@@ -12,17 +12,21 @@ Every problem is reported with its place, e.g.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from judge.config.entries import pydantic_problems, validate_hookset
-from judge.config.models import Budgets, Config, CustomAgent, ModelPrice
+from judge.config.models import EVENTS, Budgets, Config, CustomAgent, ModelPrice
 from judge.config.parse import parse_document
 from judge.errors import ConfigError
 from judge.files import FileTooLarge, NotARegularFile, read_text
 from judge.suggest import closest, did_you_mean
+
+if TYPE_CHECKING:
+    from judge.hooks.calibration import Source
 
 BARE_KEYS = frozenset({"hooks", "customAgents", "models", "name", "prices", "budgets"})
 RESOURCE_KEYS = frozenset(
@@ -212,12 +216,29 @@ def partial_config(
     return config, problems
 
 
-def config_from_data(data: Any, base_dir: Path | None = None, source: str | None = None) -> Config:
-    """Validate a parsed document (either form) into a :class:`Config`."""
+def config_from_data(
+    data: Any,
+    base_dir: Path | None = None,
+    source: str | None = None,
+    calibration: Mapping[str, Source] | None = None,
+) -> Config:
+    """Validate a parsed document (either form) into a :class:`Config`, with the calibration
+    of its calibrated hooks found (:func:`judge.hooks.calibration.calibrated`: the files
+    they name, read now, or ``calibration``'s texts of them)."""
     config, problems = partial_config(data, base_dir, source)
     if problems:
         raise ConfigError(problems, source)
-    return config
+    return _calibrated(config, calibration)
+
+
+def _calibrated(config: Config, sources: Mapping[str, Source] | None) -> Config:
+    """``config`` with its hooks' calibration found (only configurations that have some
+    import the calibration code)."""
+    if not any(h.calibration for e in EVENTS for _, _, h in config.every_hook_for(e)):
+        return config
+    from judge.hooks.calibration import calibrated
+
+    return calibrated(config, sources)
 
 
 def read_config_text(path: str | Path) -> str:
@@ -233,11 +254,12 @@ def read_config_text(path: str | Path) -> str:
         raise ConfigError([f"cannot read {p}: {exc}"], str(p)) from None
 
 
-def config_from_text(text: str, path: str | Path) -> Config:
+def config_from_text(text: str, path: str | Path, calibration: Mapping[str, Source] | None = None) -> Config:
     """Parse and validate ``text`` as the config file ``path`` (relative paths in it are
-    relative to that file's folder)."""
+    relative to that file's folder); ``calibration`` as :func:`config_from_data`."""
     p = Path(path)
-    return config_from_data(parse_document(text, str(p)), base_dir=p.resolve().parent, source=str(p))
+    data = parse_document(text, str(p))
+    return config_from_data(data, base_dir=p.resolve().parent, source=str(p), calibration=calibration)
 
 
 def load_config(path: str | Path) -> Config:

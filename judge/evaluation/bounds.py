@@ -74,6 +74,10 @@ def _undefined(metrics: dict[str, Any], metric: str) -> str:
         return "the run has no judgements"
     if metric in ("flipRate", "pairFlipRate"):
         return "no case has two decided, error-free repeats (run with --repeats 2 or more)"
+    if metric == "sampleFlipRate":
+        return "no judgement has two samples with a verdict (set samples: 3 on a prompt hook)"
+    if metric == "probeFlipRate":
+        return "no probe compared a decided judgement (run with --probes)"
     if metric in ("allowRate",):
         return f"no judgement reached a decision (all {n} errored)"
     labelled = int(metrics.get("labelled") or 0)

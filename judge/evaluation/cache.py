@@ -12,10 +12,16 @@ The key is a SHA-256 over everything that determines the answer:
   knobs (:data:`ANSWER_SETTINGS`);
 * what the judge is told besides the hook's prompt: a digest of its system prompt (the
   answer schema among it), so a judge that is offered another answer is asked again;
-* the transcript content hash, the repeat index and the eval case's id (so repeats, and
-  cases whose content happens to be identical, stay independent samples: with a shared
-  entry two identical cases would always agree, and one flip of the judge would be
-  counted as two; a cache must not change what a run measures).
+* the transcript content hash, the repeat index, the sample index (``samples: k``; absent
+  for the first sample, so a hook's first sample is the judgement it made before it took
+  samples) and the eval case's id (so repeats, samples, and cases whose content happens
+  to be identical, stay independent judgements: with a shared entry two identical cases
+  would always agree, and one flip of the judge would be counted as two; a cache must not
+  change what a run measures).
+
+The hook options that do not change one judgement's answer are left out of the key: its
+timeout, ``samples``, ``aggregate``, ``escalateBelow`` and ``calibration`` (so adding
+samples re-uses every judgement already made, and a calibration block costs nothing).
 
 Only verdicts are cached; a judgement that raised (timeout, provider failure) is not, so
 it is retried on the next run. Command hooks never pass through here: they still run.
@@ -44,6 +50,8 @@ CACHE_NAME = ".judge-cache.sqlite"
 KEY_VERSION = "4"
 #: The judge's standing instructions, as part of every key.
 _INSTRUCTIONS = hashlib.sha256(SYSTEM_PROMPT.encode("utf-8")).hexdigest()[:16]
+#: Hook options that are not part of the key (see the module docstring): field names.
+NOT_IN_KEY = frozenset({"timeout", "samples", "aggregate", "escalate_below", "calibration"})
 #: Environment variables whose values are part of every key.
 ANSWER_SETTINGS = (
     "OPENAI_BASE_URL",
@@ -73,7 +81,9 @@ def file_sha256(path: Path | None) -> str | None:
 
 
 def _model_label(request: PromptRequest) -> str:
-    return " > ".join(_one_label(model, request) for model in request.hook.models)
+    from judge.llm.tiers import CASCADE_JOIN
+
+    return CASCADE_JOIN.join(_one_label(model, request) for model in request.hook.models)
 
 
 def _one_label(model: str, request: PromptRequest) -> str:
@@ -126,7 +136,7 @@ def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
         "prompt": _rendered(request, context),
         # (not its timeout: a cascade's later stage gets the time the earlier one left, and
         # a judgement that timed out is never cached)
-        "hook": request.hook.model_dump(mode="json", by_alias=True, exclude={"timeout"}),
+        "hook": request.hook.model_dump(mode="json", by_alias=True, exclude=set(NOT_IN_KEY)),
         "context": context,
         "models": dict(sorted(request.models.items())),
         "model": _model_label(request),
@@ -136,6 +146,8 @@ def cache_key(request: PromptRequest, case_id: str | None = None) -> str:
         "settings": _settings(request),
         "instructions": _INSTRUCTIONS,
     }
+    if request.sample:
+        material["sample"] = request.sample
     blob = json.dumps(material, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 

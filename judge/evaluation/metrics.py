@@ -39,6 +39,12 @@ Definitions (``block`` is the positive class; every (case, repeat) is one judgem
   ``repeats`` beside the counts). ``pairFlipRate`` does not depend on it: among the
   pairs of decided, error-free repeats of one case, the share that disagree (an
   estimate of 2p(1-p), whatever k).
+* ``samples`` and ``sampleFlipRate`` (prompt hooks with ``samples: k``): how often a
+  judgement's samples disagree, per hook (:mod:`judge.evaluation.consistency`).
+  ``probes`` and ``probeFlipRate`` (``--probes``): how often a perturbed input flips the
+  verdict (:mod:`judge.evaluation.probes`); ``calibration``: each prompt hook's own
+  agreement with the labels, as written to ``calibration.json``
+  (:mod:`judge.evaluation.calibration`).
 * ``latencyMs`` — percentiles of the per-judgement duration, linear interpolation
   between closest ranks. ``tokens`` — summed usage (cached judgements report the usage
   of the original call). ``cachedResults`` — judgements served wholly from the cache.
@@ -58,6 +64,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from judge.decision import STOP_OUTCOMES
+from judge.evaluation.consistency import samples_section, worst_flip_rate
 from judge.evaluation.reports.cascade import cascade_section
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.stats import balanced_accuracy, cohen_kappa, flip_counts, wilson_interval
@@ -83,6 +90,8 @@ UPPER_BOUND_METRICS: tuple[str, ...] = (
     "flipRate",
     "impossibleRate",
     "pairFlipRate",
+    "probeFlipRate",
+    "sampleFlipRate",
 )
 #: Examples (``id#repeat``) kept per error group.
 ERROR_EXAMPLES = 5
@@ -265,6 +274,10 @@ def compute_metrics(results: list[CaseResult], *, name: str = "", event: str | N
     cascades = cascade_section(results, event)
     if cascades is not None:
         report["cascade"] = cascades
+    samples = samples_section(results)
+    if samples is not None:
+        report["samples"] = samples
+        report["sampleFlipRate"] = worst_flip_rate(samples)
     return report
 
 

@@ -26,6 +26,7 @@ from judge.evaluation.bounds import Bound, check_bounds
 from judge.evaluation.cache import CACHE_NAME, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard, ignore_interrupts
 from judge.evaluation.metrics import compute_metrics, rounded
+from judge.evaluation.probes import run_probes
 from judge.evaluation.progress import Progress
 from judge.evaluation.reports.html import write_html
 from judge.evaluation.reports.junit import write_junit
@@ -41,6 +42,7 @@ from judge.evaluation.runner import (
     run_suite,
 )
 from judge.evaluation.suite import Suite
+from judge.evaluation.trust import prepare, sections
 from judge.evaluation.variants import Variant, load_variant_suite
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
 from judge.hooks.judging import PromptJudge
@@ -66,6 +68,10 @@ class EvalSettings:
     batch: bool = False
     quiet: bool = False
     bounds: list[Bound] = field(default_factory=list)
+    #: ``--probes``: the probes to run (comma-separated names, or ``all``).
+    probes: str | None = None
+    #: ``--calibration``: the calibration file correcting recorded verdicts.
+    calibration: Path | None = None
     #: Overrides the LLM judge (tests, embedding programs); runs in this process unless asked.
     judge: PromptJudge | None = None
     #: Where the run's notes go as they happen (``resuming: ...``); default: nowhere.
@@ -112,10 +118,13 @@ class _Judged:
     writers: list[ResultsWriter] = field(default_factory=list)
 
 
-def write_reports(suite: Suite, results: list[CaseResult], out: Path) -> dict[str, Any]:
-    """Compute the metrics from ``results`` (in suite order) and write the three report
-    files; returns the exact (unrounded) metrics."""
-    metrics = compute_metrics(results, name=suite.name, event=suite.event)
+def write_reports(
+    suite: Suite, results: list[CaseResult], out: Path, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Compute the metrics from ``results`` (in suite order), with the ``extra`` sections
+    (:mod:`judge.evaluation.trust`), and write the three report files; returns the exact
+    (unrounded) metrics."""
+    metrics = {**compute_metrics(results, name=suite.name, event=suite.event), **(extra or {})}
     report = rounded(metrics)
     atomic_write(out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     write_junit(results, out / "junit.xml", suite.name)
@@ -208,11 +217,17 @@ def _prepare_out(settings: EvalSettings) -> Path:
 
 
 def _judge(
-    settings: EvalSettings, suite: Suite, repeats: int, skip: set[tuple[str, int]], workers: int
+    settings: EvalSettings,
+    suite: Suite,
+    repeats: int,
+    skip: set[tuple[str, int]],
+    workers: int,
+    results_path: Path | None = None,
 ) -> _Judged:
-    """Judge what is left, in the run's mode; results go to ``DIR/results.jsonl``."""
+    """Judge what is left, in the run's mode; results go to ``results_path`` (default
+    ``DIR/results.jsonl``)."""
     judged = _Judged()
-    results_path = settings.out / "results.jsonl"
+    results_path = results_path if results_path is not None else settings.out / "results.jsonl"
     progress = settings.progress()
     cache_path = settings.cache_path()
     started = time.perf_counter()
@@ -344,6 +359,9 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
     outcome.suite = suite
     repeats = 1 if settings.recorded else settings.repeats if settings.repeats is not None else suite.repeats
     try:
+        plan = prepare(
+            suite, settings.probes, settings.calibration, recorded=settings.recorded, batch=settings.batch
+        )
         _check_modes(settings, suite)
         results_path = _prepare_out(settings)
     except UsageError as exc:
@@ -371,7 +389,19 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
     outcome.problems = _ended_early(judged, suite, repeats, results, settings.out)
     if outcome.problems:
         return outcome
-    metrics = write_reports(suite, results, settings.out)
+    probed = None
+    if plan.probes:
+
+        def run_into(changed: Suite, path: Path, done: set[tuple[str, int]]) -> str | None:
+            ran = _judge(settings, changed, repeats, done, workers, path)
+            return ran.failure or ("interrupted" if ran.interrupted else None)
+
+        probed = run_probes(suite, plan.probes, settings.out, repeats, settings.resume, run_into)
+        if probed.problems:
+            outcome.problems = probed.problems
+            return outcome
+    extra = sections(suite, results, settings.out, plan, probed, settings.recorded)
+    metrics = write_reports(suite, results, settings.out, extra)
     report = rounded(metrics)
     if judged.batched is not None:
         report["batch"] = add_batch_section(settings.out, judged.batched)

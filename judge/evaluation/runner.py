@@ -2,79 +2,39 @@
 
 :func:`run_cases` evaluates every (case, repeat) pair with at most ``concurrency``
 judgements in flight, reports each result as it finishes (``on_result``) and returns
-them in case order x repeat. :class:`ResultsWriter` appends results to
-``results.jsonl`` — one ``write`` per line, fsync'd — from a background thread so disk
-latency never stalls the event loop; :func:`read_results` reads them back for
-``--resume`` (a line cut short by a crash is dropped and its pair re-run).
+them in case order x repeat, each with every prompt hook's own verdict
+(:func:`prompt_results`). Results are kept in ``results.jsonl``
+(:mod:`judge.evaluation.results`, whose names are re-exported here).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-import os
-import queue
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from judge.config import Config
-from judge.decision import CascadeStage, StopOutcome, Usage
+from judge.config.models import hook_place
+from judge.decision import HookOutcome, Usage
 from judge.evaluation.cache import CachingJudge, JudgementCache
 from judge.evaluation.interrupts import InterruptGuard
 from judge.evaluation.progress import Progress
+from judge.evaluation.results import CaseResult as CaseResult
+from judge.evaluation.results import PromptResult as PromptResult
+from judge.evaluation.results import ResultsWriter as ResultsWriter
+from judge.evaluation.results import order_results as order_results
+from judge.evaluation.results import read_results as read_results
+from judge.evaluation.results import recorded_result as recorded_result
+from judge.evaluation.results import repair_results as repair_results
 from judge.evaluation.suite import Case, Suite, resolve_path
 from judge.hooks.engine import Engine, default_judge
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 
 DEFAULT_CONCURRENCY = 16
-#: Stop outcomes that let the agent stop although the judge rejected its answer.
-LOOP_ENDINGS = frozenset({"forced", "impossible", "stalled"})
-
-
-class CaseResult(BaseModel):
-    """The outcome of one (case, repeat): one line of ``results.jsonl``."""
-
-    model_config = ConfigDict(populate_by_name=True)
-
-    id: str
-    repeat: int = 0
-    decision: Literal["allow", "block"] | None = None
-    reason: str | None = None
-    label: Literal["allow", "block"] | None = None
-    forced_stop: bool = Field(False, alias="forcedStop")
-    #: Stop suites: how the stop ended (``impossible``: the judge said the work cannot be
-    #: finished without the user)
-    outcome: StopOutcome | None = None
-    error: str | None = None
-    duration_ms: float = Field(0.0, alias="durationMs")
-    usage: Usage = Field(default_factory=Usage)
-    cost_usd: float | None = Field(None, alias="costUsd")
-    group: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    cached: bool = False
-    #: Cascade hooks (``agent[0]``) -> their stages as called (absent without cascades).
-    cascades: dict[str, list[CascadeStage]] | None = None
-
-    @property
-    def verdict(self) -> Literal["allow", "block"] | None:
-        """The decision metrics score: a Stop the judge rejected is a block, whatever ended the
-        loop - forced through by ``maxRejections``, stalled, or judged impossible without the
-        user (the label is about the answer: the work is not done)."""
-        if self.forced_stop or self.outcome in LOOP_ENDINGS:
-            return "block"
-        return self.decision
-
-    def to_line(self) -> str:
-        """The JSONL line (with its newline)."""
-        data = self.model_dump(by_alias=True, exclude={"cascades"} if self.cascades is None else None)
-        return json.dumps(data, ensure_ascii=False) + "\n"
 
 
 class _CaseJudge:
@@ -167,20 +127,23 @@ async def _judge_one(
         result.cost_usd = decision.cost_usd
     result.cached = recorder.hits > 0 and recorder.misses == 0
     result.cascades = {f"{h.level}[{h.index}]": h.stages for h in decision.hooks if h.stages} or None
+    result.prompts = prompt_results(event, case.context.get("agent_name"), decision.hooks)
     return result
 
 
-def recorded_result(case: Case) -> CaseResult:
-    """The result a case's recorded verdict stands for (``judge eval --recorded``)."""
-    assert case.recorded is not None
-    return CaseResult(
-        id=case.id,
-        decision=case.recorded.decision,
-        reason=case.recorded.reason,
-        label=case.label,
-        group=case.group,
-        tags=case.tags,
-    )
+def prompt_results(event: str, agent: Any, hooks: list[HookOutcome]) -> list[PromptResult] | None:
+    """Each prompt hook's own verdict in a decision (None without prompt hooks)."""
+    found = []
+    for hook in hooks:
+        if hook.type != "prompt":
+            continue
+        name = str(agent) if hook.level == "custom" and agent is not None else None
+        samples = [s.verdict for s in hook.samples] if hook.samples else None
+        decision = None if hook.error is not None else hook.decision
+        found.append(
+            PromptResult(place=hook_place(event, hook.index, name), decision=decision, samples=samples)
+        )
+    return found or None
 
 
 def pairs(cases: Iterable[Case], repeats: int) -> list[tuple[str, int]]:
@@ -226,8 +189,10 @@ async def run_cases(
     for job in jobs:
         pending.put_nowait(job)
 
+    measured = config.model_copy(update={"calibration": None})  # every hook judged as written
+
     def engine_for(case_judge: PromptJudge) -> Engine:
-        return Engine(config, judge=case_judge)
+        return Engine(measured, judge=case_judge)
 
     async def worker() -> None:
         while True:
@@ -298,104 +263,3 @@ def run_suite(
     finally:
         if cache is not None:
             cache.close()
-
-
-# ---------------------------------------------------------------------------
-# results.jsonl
-
-
-class ResultsWriter:
-    """Appends results to a JSONL file durably: one write per line, fsync'd in a background thread.
-
-    Lines are written in the order they are handed in; the file is fsync'd whenever the
-    writer catches up, so a crash loses at most the lines still queued (``--resume``
-    re-runs those pairs). :meth:`close` drains the queue.
-    """
-
-    def __init__(self, path: str | Path, *, truncate: bool = False) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_TRUNC if truncate else 0)
-        self._fd = os.open(self.path, flags, 0o644)
-        self._queue: queue.Queue[bytes | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="results-writer", daemon=True)
-        self._thread.start()
-        self.error: OSError | None = None
-
-    def write(self, result: CaseResult) -> None:
-        self._queue.put(result.to_line().encode("utf-8", "backslashreplace"))  # JSON's own escape
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is None:
-                break
-            try:
-                os.write(self._fd, item)
-                if self._queue.empty():
-                    os.fsync(self._fd)
-            except OSError as exc:
-                self.error = exc
-        try:
-            os.fsync(self._fd)
-        except OSError as exc:
-            self.error = exc
-
-    def close(self) -> None:
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        try:
-            os.close(self._fd)
-        except OSError:
-            pass
-
-
-def repair_results(path: Path) -> None:
-    """Drop a trailing partial line (a crash mid-write) so appending starts on a fresh line."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    if data and not data.endswith(b"\n"):
-        keep = data.rfind(b"\n") + 1
-        with path.open("r+b") as fh:
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
-
-
-def read_results(path: str | Path) -> list[CaseResult]:
-    """Results in a JSONL file, in file order; unreadable lines are skipped."""
-    out: list[CaseResult] = []
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return out
-    for line in text.split("\n"):  # only \n ends a record: a reason may hold U+2028
-        if not line.strip():
-            continue
-        try:
-            out.append(CaseResult.model_validate_json(line))
-        except ValidationError:
-            try:  # pydantic's parser refuses a lone surrogate's escape; Python's json reads it
-                out.append(CaseResult.model_validate(json.loads(line)))
-            except (ValueError, ValidationError):
-                continue
-    return out
-
-
-def order_results(results: Iterable[CaseResult], cases: list[Case], repeats: int) -> list[CaseResult]:
-    """The results for the suite's pairs in case order x repeat (the last line per pair wins).
-
-    Label, group and tags are taken from the suite's current cases.
-    """
-    by_pair = {(r.id, r.repeat): r for r in results}
-    out = []
-    for case in cases:
-        for r in range(repeats):
-            found = by_pair.get((case.id, r))
-            if found is not None:
-                update = {"label": case.label, "group": case.group, "tags": case.tags}
-                out.append(found.model_copy(update=update))
-    return out

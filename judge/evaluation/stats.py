@@ -1,7 +1,20 @@
 """The statistics of evals and tuning, in one place (pure functions, no scipy).
 
 * :func:`wilson_interval` — the 95% Wilson score interval of a proportion;
-* :func:`cohen_kappa` — agreement of decisions with labels beyond chance;
+* :func:`cohen_kappa` — agreement of decisions with labels beyond chance, and
+  :func:`kappa_interval` its 95% interval: kappa ± 1.96 standard errors, the standard
+  error from the large-sample variance of Fleiss, Cohen & Everitt (1969, "Large sample
+  standard errors of kappa and weighted kappa", Psychological Bulletin 72(5)), clipped
+  to [-1, 1];
+* :func:`rogan_gladen` — a block rate corrected for the judge's measured error (Rogan &
+  Gladen 1978): ``(raw + specificity - 1) / (sensitivity + specificity - 1)``, clipped to
+  [0, 1]. Its 95% interval is the delta-method interval over all three estimated
+  proportions (the raw rate and the judge's sensitivity and specificity, each from its
+  own sample), computed on Agresti–Coull-adjusted proportions (z²/2 successes and z²/2
+  failures added to each), the adjustment Lang & Reiczigel (2014, "Confidence limits for
+  prevalence of disease adjusted for estimated sensitivity and specificity", Preventive
+  Veterinary Medicine 113(1)) found to hold the nominal coverage from ~30 cases where
+  the plain delta method does not; clipped to [0, 1];
 * :func:`balanced_accuracy` — the mean of the per-class recalls;
 * :func:`majority_vote`, :func:`flip_counts`, :func:`flip_rate` — repeats of one item:
   their majority, and how often they disagree;
@@ -123,6 +136,87 @@ def cohen_kappa(tp: int, fp: int, tn: int, fn: int) -> float | None:
     if 1.0 - pe <= 1e-12:
         return 1.0 if po >= 1.0 - 1e-12 else 0.0
     return (po - pe) / (1.0 - pe)
+
+
+def kappa_interval(tp: int, fp: int, tn: int, fn: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The interval of :func:`cohen_kappa` (module docstring); None without judgements or
+    when kappa has no variance to speak of (pe = 1: one class only on both sides)."""
+    n = tp + fp + tn + fn
+    if n == 0:
+        return None
+    # p[i][j]: judge said i, label says j (0 = block, 1 = allow)
+    p = [[tp / n, fp / n], [fn / n, tn / n]]
+    rows = [p[0][0] + p[0][1], p[1][0] + p[1][1]]  # the judge's marginals
+    cols = [p[0][0] + p[1][0], p[0][1] + p[1][1]]  # the labels' marginals
+    po = p[0][0] + p[1][1]
+    pe = rows[0] * cols[0] + rows[1] * cols[1]
+    if 1.0 - pe <= 1e-12:
+        return None
+    kappa = (po - pe) / (1.0 - pe)
+    diagonal = sum(p[i][i] * (1.0 - (rows[i] + cols[i]) * (1.0 - kappa)) ** 2 for i in (0, 1))
+    off = (1.0 - kappa) ** 2 * sum(
+        p[i][j] * (cols[i] + rows[j]) ** 2 for i in (0, 1) for j in (0, 1) if i != j
+    )
+    chance = (kappa - pe * (1.0 - kappa)) ** 2
+    variance = max(0.0, (diagonal + off - chance) / (n * (1.0 - pe) ** 2))
+    half = z * math.sqrt(variance)
+    return (max(-1.0, kappa - half), min(1.0, kappa + half))
+
+
+@dataclass(frozen=True)
+class CorrectedRate:
+    """A block rate corrected for the judge's error (:func:`rogan_gladen`)."""
+
+    raw: float
+    raw_interval: tuple[float, float]
+    #: None when the judge is no better than chance (sensitivity + specificity <= 1)
+    corrected: float | None
+    interval: tuple[float, float] | None
+    sensitivity: float
+    specificity: float
+
+
+def _adjusted(successes: int, n: int, z: float) -> tuple[float, float]:
+    """The Agresti–Coull-adjusted proportion and its n: z²/2 successes and failures added."""
+    adjusted_n = n + z * z
+    return (successes + z * z / 2) / adjusted_n, adjusted_n
+
+
+def rogan_gladen(
+    blocked: int,
+    n: int,
+    sensitivity: tuple[int, int],
+    specificity: tuple[int, int],
+    z: float = 1.96,
+) -> CorrectedRate:
+    """The block rate of ``blocked`` of ``n`` judgements corrected for the judge's error
+    (module docstring). ``sensitivity`` is (blocks, labelled-block cases) and
+    ``specificity`` (allows, labelled-allow cases) from the judge's calibration."""
+    if n <= 0 or sensitivity[1] <= 0 or specificity[1] <= 0:
+        raise ValueError("the raw rate, the sensitivity and the specificity each need at least one case")
+    raw = blocked / n
+    se = sensitivity[0] / sensitivity[1]
+    sp = specificity[0] / specificity[1]
+    youden = se + sp - 1.0
+    raw_interval = wilson_interval(blocked, n, z)
+    if youden <= 1e-12:
+        return CorrectedRate(raw, raw_interval, None, None, se, sp)
+    corrected = min(1.0, max(0.0, (raw + sp - 1.0) / youden))
+    p, n_p = _adjusted(blocked, n, z)
+    a_se, n_se = _adjusted(*sensitivity, z)
+    a_sp, n_sp = _adjusted(*specificity, z)
+    adjusted_youden = a_se + a_sp - 1.0
+    if adjusted_youden <= 1e-12:
+        return CorrectedRate(raw, raw_interval, corrected, (0.0, 1.0), se, sp)
+    centre = (p + a_sp - 1.0) / adjusted_youden
+    variance = (
+        p * (1 - p) / n_p
+        + centre**2 * a_se * (1 - a_se) / n_se
+        + (1 - centre) ** 2 * a_sp * (1 - a_sp) / n_sp
+    ) / adjusted_youden**2
+    half = z * math.sqrt(variance)
+    interval = (min(1.0, max(0.0, centre - half)), min(1.0, max(0.0, centre + half)))
+    return CorrectedRate(raw, raw_interval, corrected, interval, se, sp)
 
 
 def balanced_accuracy(

@@ -18,6 +18,7 @@ resolved against the suite file's folder (:attr:`Suite.base_dir`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from judge.config import EVENTS, Config, load_config, parse_yaml, unique_object
 from judge.config.entries import keys_of, unknown_event
 from judge.context import parse_context
 from judge.errors import ConfigError, ContextError, SuiteError
+from judge.evaluation.perturbations import Probe
 from judge.files import MAX_DOCUMENT_BYTES, NotARegularFile, check_readable, file_kind, read_text
 from judge.suggest import did_you_mean
 
@@ -92,6 +94,9 @@ class SuiteFile(BaseModel):
     event: str = Field("Stop", description="The event every case is evaluated for.")
     cases: str = Field(description="Cases JSONL file, relative to the suite file.")
     repeats: int = Field(1, ge=1, le=100, description="Judgements per case (flip rate when > 1).")
+    probes: list[Probe] = Field(
+        default_factory=list, description="Probes of this suite (`judge eval --probes NAME`)."
+    )
 
     @field_validator("event")
     @classmethod
@@ -114,6 +119,8 @@ class Suite:
     repeats: int
     #: The hook config file judged with (the suite's, or ``judge eval --config``'s).
     config_path: Path | None = None
+    #: Probes the suite defines (``judge eval --probes``; the built-in ones are always there).
+    probes: list[Probe] = dataclasses.field(default_factory=list)
 
 
 #: Known values of a case's fields that take one of a few (for the near miss of another).
@@ -274,7 +281,8 @@ def load_suite(path: str | Path, config_override: str | Path | None = None) -> S
     base_dir = suite_path.resolve().parent
     try:
         config_path = resolve_path(base_dir, doc.config) if config_override is None else Path(config_override)
-        config = load_config(config_path)
+        # measured as written: a hook's calibration never makes it shadow in its own eval
+        config = load_config(config_path).model_copy(update={"calibration": None})
     except ConfigError as exc:
         where = exc.source or (doc.config if config_override is None else str(config_override))
         raise SuiteError([f"{where}: {p}" for p in exc.problems]) from None
@@ -296,4 +304,5 @@ def load_suite(path: str | Path, config_override: str | Path | None = None) -> S
         cases=cases,
         repeats=doc.repeats,
         config_path=config_path,
+        probes=doc.probes,
     )

@@ -7,6 +7,11 @@ confirms or overrides it. The last stage's verdict is the hook's; when the last 
 fails too, the hook fails (:class:`~judge.errors.CascadeError`) and its failMode
 applies.
 
+With ``samples: k`` each stage judges k times and votes (:mod:`judge.hooks.samples`); a
+stage that is not the last whose samples agree less than the hook's ``escalateBelow``
+(default 1.0: any disagreement) goes to the next stage even when it approves — an unsure
+cheap model hands the case to the stronger one.
+
 Time: the hook's ``timeout`` covers the whole cascade. A stage that is not the last may
 use at most half of the time still left, so a stalled cheap model always leaves the
 stronger one time to answer.
@@ -27,6 +32,7 @@ import time
 from judge.decision import CascadeStage, Usage
 from judge.errors import CascadeError, HookError
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
+from judge.hooks.samples import judge_samples
 
 
 def _agreed(previous: CascadeStage, stage: CascadeStage) -> bool | None:
@@ -46,9 +52,14 @@ async def _judge_stage(
     error: str | None = None
     label = model
     usage = Usage()
+    loop = asyncio.get_running_loop()
+    staged = dataclasses.replace(request, hook=hook, deadline=loop.time() + max(limit, 0.001))
     try:
-        async with asyncio.timeout(max(limit, 0.001)):
-            verdict = await judge.evaluate(dataclasses.replace(request, hook=hook))
+        if hook.samples > 1:  # the samples keep the stage's deadline themselves
+            verdict = await judge_samples(judge, staged)
+        else:
+            async with asyncio.timeout_at(staged.deadline_in(loop)):
+                verdict = await judge.evaluate(staged)
     except TimeoutError:
         error = f"timed out after {limit:.1f}s (its share of the hook's timeout)"
     except HookError as exc:
@@ -68,8 +79,17 @@ async def _judge_stage(
             reason=verdict.reason,
             durationMs=duration,
             usage=verdict.usage,
+            samples=verdict.samples,
+            agreement=verdict.agreement,
         )
     return verdict, stage
+
+
+def _settled(request: PromptRequest, verdict: PromptVerdict) -> bool:
+    """Whether a stage's verdict ends the cascade before its last stage: an approval its
+    samples (if any) agree on at least as much as ``escalateBelow``."""
+    agreement = verdict.agreement
+    return verdict.ok and (agreement is None or agreement >= request.hook.samples_escalate_below)
 
 
 async def judge_cascade(judge: PromptJudge, request: PromptRequest) -> PromptVerdict:
@@ -87,7 +107,7 @@ async def judge_cascade(judge: PromptJudge, request: PromptRequest) -> PromptVer
         if stages:
             stage.agreed = _agreed(stages[-1], stage)
         stages.append(stage)
-        if verdict is not None and (verdict.ok or last):
+        if verdict is not None and (last or _settled(request, verdict)):
             total = sum((s.usage for s in stages), Usage())
             return verdict.model_copy(update={"usage": total, "stages": stages})
     failed = stages[-1] if stages else None

@@ -4,6 +4,11 @@ The rules live here:
 
 * which hooks run: agent level first, then the running custom agent's; tool events
   filter by matcher;
+* a hook whose calibration is not ``ok`` (its ``calibration:`` record is missing, stale
+  or below a floor, as found when the configuration was loaded and handed in with it:
+  ``Config.calibration``) runs as shadow, and its result says why (``calibration``);
+* a prompt hook with ``samples: k`` judges k times within its one timeout and votes
+  (:mod:`judge.hooks.samples`);
 * Stop: all hooks run concurrently, results in declared order; a reasonless JSON
   rejection is an approval; exit code 2 always blocks; only prompt rejections count
   against ``maxRejections`` (the maximum over the prompt hooks); ``c + 1 >= max``
@@ -37,6 +42,7 @@ from judge.hooks.cascade import judge_cascade
 from judge.hooks.command import OUTPUT_CAP, run_command_hook
 from judge.hooks.judging import PromptJudge, PromptRequest, PromptVerdict
 from judge.hooks.outcomes import deferred_outcome, defers, stop_decision
+from judge.hooks.samples import judge_samples
 from judge.pricing import Price, cost_usd, price_table, stages_cost
 from judge.state.stop_memory import StopMemory
 
@@ -133,6 +139,8 @@ class Engine:
         )
         if not isinstance(hook.model, str):
             return await judge_cascade(self.judge, request)
+        if hook.samples > 1:  # k judgements, each by the same deadline
+            return await judge_samples(self.judge, request)
         try:
             async with asyncio.timeout_at(request.deadline):
                 return await self.judge.evaluate(request)
@@ -239,6 +247,8 @@ class Engine:
             else cost_usd(failed_model, failed_usage, self.prices),
             mode="shadow" if hook.mode == "shadow" else None,
             citations=verdict.citations if verdict else None,
+            samples=verdict.samples if verdict else None,
+            agreement=verdict.agreement if verdict else None,
         )
         if stages is not None:  # a cascade: every stage called is priced and paid for
             outcome.stages = stages
@@ -277,9 +287,11 @@ class Engine:
     async def _hook(
         self, event: str, level: str, index: int, hook: Hook, context: dict[str, Any], run: _Run
     ) -> HookOutcome:
-        return await self.run_hook(
+        outcome = await self.run_hook(
             event, level, index, hook, context, run.transcript, run.repeat, run.unjudged
         )
+        outcome.calibration = self.config.calibration_at(event, level, index, hook, context.get("agent_name"))
+        return outcome
 
     # -- one event --------------------------------------------------------------
 

@@ -190,6 +190,9 @@ def fail_mode_decision(engine: Engine, event: str, context: dict[str, Any], prob
                 reason=f"Hook error: {problem}" if blocks else None,
                 error=problem,
                 mode="shadow" if hook.mode == "shadow" else None,
+                calibration=engine.config.calibration_at(
+                    event, level, index, hook, context.get("agent_name")
+                ),
             )
         )
     blocking = [o for o in outcomes if o.effective and o.decision == "block"]

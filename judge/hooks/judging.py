@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from judge.decision import CascadeStage, Citation, Usage
+from judge.decision import CascadeStage, Citation, SampleVerdict, Usage
 
 if TYPE_CHECKING:
     from judge.config import Hook
@@ -31,6 +31,8 @@ class PromptRequest:
     models: dict[str, str] = field(default_factory=dict)
     base_dir: Path | None = None
     repeat: int = 0
+    #: Which of the hook's samples this judgement is (``samples: k``; 0 for the first).
+    sample: int = 0
     #: When the judgement must be done, in the running event loop's time (``loop.time()``):
     #: the hook's deadline, set by the engine (:mod:`judge.hooks.engine` owns the timeout);
     #: ``None``: ``hook.timeout`` seconds from when the judge starts.
@@ -55,6 +57,9 @@ class PromptVerdict(BaseModel):
     citations: list[Citation] | None = None
     #: A cascade's stages, in the order they were called (None: one model).
     stages: list[CascadeStage] | None = None
+    #: ``samples`` > 1: each sample's verdict, and the share that gave this verdict.
+    samples: list[SampleVerdict] | None = None
+    agreement: float | None = None
 
 
 class PromptJudge(Protocol):

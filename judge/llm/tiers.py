@@ -18,7 +18,7 @@ The default provider is Anthropic when ``ANTHROPIC_API_KEY`` is set, else OpenAI
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 TIERS: tuple[str, ...] = ("Reasoning", "ReasoningFast", "General", "Fast", "LongContext")
@@ -133,3 +133,16 @@ def model_label(
     """The ``provider:name`` label a hook's ``model`` resolves to (what decisions, logs,
     prices and the eval cache name it by); ValueError as :func:`resolve_model`."""
     return resolve_model(model, models, env).label
+
+
+#: How a cascade's stage labels are joined into one label (the eval cache, calibration records).
+CASCADE_JOIN = " > "
+
+
+def hook_model_label(
+    model: str | Sequence[str], models: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None
+) -> str:
+    """The label of a hook's ``model``: :func:`model_label`, or a cascade's stage labels
+    joined by :data:`CASCADE_JOIN` (``openai:a > openai:b``); ValueError as :func:`resolve_model`."""
+    stages = (model,) if isinstance(model, str) else tuple(model)
+    return CASCADE_JOIN.join(model_label(stage, models, env) for stage in stages)

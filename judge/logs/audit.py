@@ -43,6 +43,17 @@ def shadow_fields(decision: Decision) -> dict[str, Any]:
     return {"shadow": shadow} if shadow else {}
 
 
+def calibration_fields(decision: Decision) -> dict[str, Any]:
+    """``{"calibration": [...]}``: each calibrated hook's status and why (anything but ``ok``
+    ran it as shadow); nothing without a calibrated hook."""
+    found = [
+        {"hook": f"{h.level}[{h.index}]", **h.calibration.to_json()}
+        for h in decision.hooks
+        if h.calibration is not None
+    ]
+    return {"calibration": found} if found else {}
+
+
 def cascade_fields(decision: Decision) -> dict[str, Any]:
     """``{"cascades": [...]}``: each cascade hook's stages (model, verdict, duration, tokens,
     cost, agreement); nothing without a cascade."""
@@ -137,6 +148,7 @@ class AuditLog:
                 "context": judged,
                 "transcript": transcript,
                 **shadow_fields(decision),
+                **calibration_fields(decision),
                 **cascade_fields(decision),
             },
         )
@@ -157,6 +169,7 @@ class AuditLog:
                 "reason": decision.reason,
                 "hook_errors": [h.error for h in decision.hooks if h.error],
                 **shadow_fields(decision),
+                **calibration_fields(decision),
                 **cascade_fields(decision),
             },
         )
@@ -182,6 +195,7 @@ class AuditLog:
                 "inputTokens": sum(u.input_tokens for u in usage),
                 "outputTokens": sum(u.output_tokens for u in usage),
                 **shadow_fields(decision),
+                **calibration_fields(decision),
                 **cascade_fields(decision),
             },
         )

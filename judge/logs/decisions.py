@@ -62,6 +62,7 @@ def record_of(event: str, agent: Any, session: Any, decision: Decision, seconds:
                 "decision": h.decision,
                 "error": _cut(h.error, REASON_CHARS),
                 **({"mode": "shadow", "reason": _cut(h.reason, REASON_CHARS)} if h.mode == "shadow" else {}),
+                **({"calibration": h.calibration.status} if h.calibration is not None else {}),
             }
             for h in decision.hooks
         ],
@@ -183,6 +184,7 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
     """What the live view shows of ``records`` (oldest first)."""
     now = (now or datetime.now(UTC)).replace(second=0, microsecond=0)
     hooks: dict[tuple[str, str, str], Counter[str]] = {}
+    calibration: dict[tuple[str, str, str], str] = {}  # the latest status seen per hook
     reasons: Counter[str] = Counter()
     forced = [r for r in records if r.get("forcedStop")]
     outcomes: Counter[str] = Counter(str(r["outcome"]) for r in records if isinstance(r.get("outcome"), str))
@@ -196,6 +198,8 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
             key = (str(record.get("event")), str(hook.get("hook")), str(hook.get("type")))
             counts = hooks.setdefault(key, Counter())
             counts["total"] += 1
+            if isinstance(hook.get("calibration"), str):
+                calibration[key] = hook["calibration"]
             if hook.get("error"):
                 counts["errors"] += 1
                 errored = True
@@ -223,6 +227,7 @@ def summarize(records: list[dict[str, Any]], now: datetime | None = None) -> dic
                 "total": c["total"],
                 "blockRate": round(c["blocks"] / c["total"], 4),
                 "errorRate": round(c["errors"] / c["total"], 4),
+                "calibration": calibration.get((event, hook, kind)),
             }
             for (event, hook, kind), c in sorted(hooks.items())
         ],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from pathlib import PurePath
 from typing import Any
 
 from judge.config import EVENTS, Config, CustomAgent, Hook, validate_custom_agent
@@ -61,6 +62,24 @@ def without_command_defaults(props: Any) -> Any:
     return props
 
 
+def _calibration_files_outside(agent: CustomAgent, prefix: str) -> list[str]:
+    """A calibration file of an agent registered over HTTP stays inside the service's
+    configuration folder: the service reads it, and a client must not point the service
+    at its other files (nothing of a file is ever shown, but whether it exists would be)."""
+    problems = []
+    for event in EVENTS:
+        for i, hook in enumerate(agent.hooks.for_event(event)):
+            if hook.calibration is None:
+                continue
+            path = PurePath(hook.calibration.file)
+            if path.is_absolute() or ".." in path.parts or hook.calibration.file.startswith("~"):
+                problems.append(
+                    f"{prefix}.hooks.{event}[{i}].calibration.file: must be a relative path inside the "
+                    "service's configuration folder for agents registered over HTTP"
+                )
+    return problems
+
+
 def agent_from_document(name: str, doc: Any, service: Config | None = None) -> CustomAgent:
     """Validate a PUT body: the platform form or the YAML/JSON resource document. With the
     service's configuration, also what ``judge serve --config`` checks before it starts
@@ -109,6 +128,7 @@ def agent_from_document(name: str, doc: Any, service: Config | None = None) -> C
         for i, hook in enumerate(agent.hooks.for_event(event))
         if hook.env
     ]
+    named += _calibration_files_outside(agent, prefix)
     if named:
         raise ApiError(400, "invalid custom agent", named)
     if service is not None:

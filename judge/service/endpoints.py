@@ -19,6 +19,7 @@ from judge.config import EVENTS, Config, unknown_event, validate_custom_agent
 from judge.context import parse_context
 from judge.decision import Decision
 from judge.errors import ApiError, ConfigError, ContextError, StateUnavailable
+from judge.hooks.calibration import calibrated
 from judge.hooks.engine import Engine, default_judge
 from judge.hooks.gate import Gate, fail_mode_decision
 from judge.hooks.judging import PromptJudge
@@ -343,7 +344,11 @@ class Service:
             agent = validate_custom_agent(without_command_defaults(stored.get("properties")))
         except ConfigError as exc:
             raise ApiError(500, f"stored custom agent {agent_name!r} is invalid", exc.problems) from None
-        engine = Engine(self.settings.config.with_custom_agent(agent_name, agent), judge=self.judge)
+        config = self.settings.config.with_custom_agent(agent_name, agent)
+        if any(h.calibration for e in EVENTS for h in agent.hooks.for_event(e)):
+            # read when the agent is (re)registered: its hooks' records, as the --config's at start-up
+            config = await asyncio.to_thread(calibrated, config, None, None, agent_name)
+        engine = Engine(config, judge=self.judge)
         if len(self._agents) >= AGENT_CACHE_SIZE:
             self._agents.clear()
         self._agents[agent_name] = (stored, engine)

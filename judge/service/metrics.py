@@ -12,6 +12,9 @@ What is counted (names as exposed):
   ``allow``, ``block`` or ``error`` (``hook`` is ``agent[0]``, ``custom[1]``, ...);
 - ``judge_hook_errors_total{event, agent, hook, type}``: hook errors (timeouts, crashes,
   provider failures);
+- ``judge_hook_calibration_total{event, agent, hook, status}``: results of hooks with a
+  ``calibration:`` block by its status, ``ok`` (enforced) or ``missing``, ``stale``,
+  ``below`` (run as shadow: never acted on);
 - ``judge_decision_seconds{event}`` and ``judge_hook_seconds{event, type}``: histograms;
 - ``judge_tokens_total{model, kind}``: prompt-hook tokens, ``kind`` input or output;
 - ``judge_cost_usd_total{model}``: what they cost, for models with a known price;
@@ -78,6 +81,10 @@ class GateMetrics:
             "judge_hook_errors", "Hook errors (timeouts, crashes, provider failures)",
             ["event", "agent", "hook", "type"], registry=reg,
         )  # fmt: skip
+        self.hook_calibration = Counter(
+            "judge_hook_calibration", "Results of calibrated hooks by calibration status (not ok: shadow)",
+            ["event", "agent", "hook", "status"], registry=reg,
+        )  # fmt: skip
         self.decision_seconds = Histogram(
             "judge_decision_seconds", "Seconds to a decision", ["event"], buckets=_SECONDS, registry=reg
         )
@@ -131,6 +138,8 @@ class GateMetrics:
             self.hook_results.labels(event, agent_label, name, hook.type, result).inc()
             if hook.error:
                 self.hook_errors.labels(event, agent_label, name, hook.type).inc()
+            if hook.calibration is not None:
+                self.hook_calibration.labels(event, agent_label, name, hook.calibration.status).inc()
             self.hook_seconds.labels(event, hook.type).observe(hook.duration_ms / 1000.0)
             # A cascade's tokens and cost go to the model of each stage that spent them.
             spent: list[tuple[str | None, Usage | None, float | None]] = [

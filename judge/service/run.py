@@ -23,6 +23,7 @@ from pathlib import Path
 import uvicorn
 from starlette.applications import Starlette
 
+from judge.hooks.calibration import status_lines
 from judge.service.app import (
     SETTINGS_ENV,
     ServerSettings,
@@ -97,6 +98,8 @@ def run_service(
         f"within {settings.header_timeout:g}s, bodies within {settings.body_timeout:g}s, answers "
         f"taken within {settings.write_timeout:g}s"
     )
+    for line in status_lines(settings.config):  # calibrated hooks: enforcing or shadow, and why
+        _err(f"judge serve: {line}")
     configure(connection_limits(settings))
     try:
         if workers > 1:

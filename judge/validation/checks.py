@@ -140,6 +140,7 @@ def _hook_findings(
                     "the transcript: every rejection will end as a hook error (its failMode)",
                 )
             )
+        found += _prompt_option_findings(where, hook, config, env)
         slow = {local_timeout_problem(m, hook.timeout, config.models, env) for m in models}
         found += [Finding("warning", f"{where}.timeout", m) for m in sorted(p for p in slow if p)]
         if event in STOP_EVENTS:
@@ -161,6 +162,32 @@ def _hook_findings(
             folder = config.base_dir / folder
         if not folder.is_dir():
             found.append(Finding("warning", f"{where}.cwd", f"{folder} is not a folder (yet)"))
+    return found
+
+
+def _prompt_option_findings(where: str, hook: Hook, config: Config, env: Mapping[str, str]) -> list[Finding]:
+    """A calibration that keeps the hook in shadow; samples that cannot differ."""
+    found = []
+    calibration = config.calibration_of(where.removeprefix("spec."), hook)
+    if calibration is not None and calibration.status != "ok":
+        found.append(
+            Finding(
+                "warning",
+                f"{where}.calibration",
+                f"{calibration.status}: {calibration.reason}; the hook runs as shadow (it never blocks) "
+                "until `judge eval --out DIR` measures it and the record meets its floors",
+            )
+        )
+    temperature = env.get("JUDGE_TEMPERATURE", "").strip()
+    if hook.samples > 1 and temperature in ("0", "0.0", "0.00"):
+        found.append(
+            Finding(
+                "warning",
+                f"{where}.samples",
+                f"{hook.samples} samples at JUDGE_TEMPERATURE={temperature}: a model sampled greedily "
+                "answers the same every time, so the samples cost more and agree by construction",
+            )
+        )
     return found
 
 

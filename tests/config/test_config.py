@@ -594,6 +594,10 @@ def test_config_schema_describes_every_option(capsys: pytest.CaptureFixture[str]
         "backgroundTasks",
         "mode",
         "evidence",
+        "calibration",
+        "samples",
+        "aggregate",
+        "escalateBelow",
     }
     assert hook["additionalProperties"] is False
     assert hook["properties"]["timeout"]["default"] == 30

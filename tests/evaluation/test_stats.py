@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import math
+import random
 from fractions import Fraction
 
 import pytest
 
-from judge.evaluation.stats import EXACT_LIMIT, half_tail, holm, log_tail, mcnemar_exact
+from judge.evaluation.stats import (
+    EXACT_LIMIT,
+    cohen_kappa,
+    half_tail,
+    holm,
+    kappa_interval,
+    log_tail,
+    mcnemar_exact,
+    rogan_gladen,
+    wilson_interval,
+)
 
 
 def exact_two_sided(b: int, c: int) -> tuple[Fraction, Fraction]:
@@ -102,3 +113,64 @@ def test_mcnemar_with_1024_or_more_discordant_pairs(b: int, c: int) -> None:
 def test_mcnemar_with_very_many_pairs_is_quick_and_finite() -> None:
     p = mcnemar_exact(50_000, 50_600).p_value
     assert 0.0 < p < 1.0
+
+
+# ---------------------------------------------------------------------------
+# kappa's interval and the Rogan-Gladen correction
+
+
+def test_the_kappa_interval_is_the_fleiss_cohen_everitt_standard_error_worked_out_by_hand() -> None:
+    # tp=35 fp=10 tn=45 fn=10 (n=100): po = 0.8, judge and labels each block 45 %,
+    # pe = 0.45² + 0.55² = 0.505, kappa = 0.295 / 0.495.
+    kappa = cohen_kappa(35, 10, 45, 10)
+    assert kappa == pytest.approx(0.295 / 0.495)
+    # Fleiss, Cohen & Everitt (1969): var = (A + B - C) / (n (1 - pe)²) with
+    # A = sum p_ii (1 - (p_i. + p_.i)(1 - k))², B = (1 - k)² sum_{i!=j} p_ij (p_.i + p_j.)²,
+    # C = (k - pe (1 - k))²; here p_i. = p_.i, so both off-diagonal cells weigh (0.45 + 0.55)² = 1.
+    k = 0.295 / 0.495
+    a = 0.35 * (1 - 0.9 * (1 - k)) ** 2 + 0.45 * (1 - 1.1 * (1 - k)) ** 2
+    b = (1 - k) ** 2 * (0.10 + 0.10)
+    c = (k - 0.505 * (1 - k)) ** 2
+    half = 1.96 * math.sqrt((a + b - c) / (100 * 0.495**2))
+    low, high = kappa_interval(35, 10, 45, 10) or (0.0, 0.0)
+    assert (low, high) == (pytest.approx(k - half), pytest.approx(k + half))
+
+
+def test_the_kappa_interval_is_clipped_and_undefined_without_variance() -> None:
+    assert kappa_interval(10, 0, 10, 0) == (pytest.approx(1.0), 1.0)  # perfect: nothing to widen
+    low, high = kappa_interval(3, 0, 2, 0) or (0.0, 0.0)
+    assert -1.0 <= low <= high <= 1.0
+    assert kappa_interval(0, 0, 0, 0) is None
+    assert kappa_interval(5, 0, 0, 0) is None  # one class on both sides: pe = 1
+
+
+def test_rogan_gladen_corrects_the_raw_rate_for_the_judges_error() -> None:
+    # true rate 0.2, sensitivity 0.8, specificity 0.9: observed 0.2*0.8 + 0.8*0.1 = 0.24
+    rate = rogan_gladen(240, 1000, (80, 100), (90, 100))
+    assert rate.raw == pytest.approx(0.24)
+    assert rate.corrected == pytest.approx((0.24 + 0.9 - 1) / (0.8 + 0.9 - 1))  # 0.2
+    assert rate.interval is not None and rate.interval[0] < 0.2 < rate.interval[1]
+    assert rate.raw_interval == wilson_interval(240, 1000)
+
+
+def test_rogan_gladen_is_clipped_and_refuses_a_judge_no_better_than_chance() -> None:
+    assert rogan_gladen(1, 100, (90, 100), (90, 100)).corrected == 0.0  # fewer blocks than false alarms
+    assert rogan_gladen(99, 100, (90, 100), (90, 100)).corrected == 1.0
+    chance = rogan_gladen(50, 100, (50, 100), (50, 100))
+    assert (chance.corrected, chance.interval) == (None, None)
+    with pytest.raises(ValueError, match="at least one case"):
+        rogan_gladen(1, 10, (0, 0), (5, 5))
+
+
+def test_the_rogan_gladen_interval_covers_the_true_rate_about_95_percent_of_the_time() -> None:
+    rnd = random.Random(7)
+    true, se, sp, n, n_se, n_sp = 0.3, 0.8, 0.9, 200, 40, 60
+    covered, runs = 0, 2000
+    observed = true * se + (1 - true) * (1 - sp)
+    for _ in range(runs):
+        blocked = sum(rnd.random() < observed for _ in range(n))
+        tp = sum(rnd.random() < se for _ in range(n_se))
+        tn = sum(rnd.random() < sp for _ in range(n_sp))
+        interval = rogan_gladen(blocked, n, (tp, n_se), (tn, n_sp)).interval
+        covered += interval is not None and interval[0] <= true <= interval[1]
+    assert 0.93 <= covered / runs <= 0.99

@@ -2,7 +2,8 @@
 
 Headline metrics with their 95% intervals, the confusion matrix, the disagreements with
 the judge's reasons, the final answer and the transcript (collapsible), errors, a
-latency histogram and a per-tag table. Every piece of recorded content is escaped.
+latency histogram and a per-tag table; the calibration, samples, probes and corrected
+block rate sections (:mod:`judge.evaluation.reports.trust`). Every piece of recorded content is escaped.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from judge.evaluation.reports.cascade import cascade_html
 from judge.evaluation.reports.junit import said
+from judge.evaluation.reports.trust import trust_html
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
 from judge.files import open_regular
@@ -252,6 +254,7 @@ def render_html(report: dict[str, Any], results: list[CaseResult], cases: list[C
         "<h2>Confusion matrix</h2>",
         _confusion(report),
         cascade_html(report),
+        trust_html(report),
         f"<h2>Disagreements ({len(disagreements)})</h2>",
     ]
     if not disagreements:

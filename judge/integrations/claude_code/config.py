@@ -1,7 +1,7 @@
 """Which configuration a ``judge claude-code`` call is judged by.
 
-A Claude Code session keeps the configuration it started with
-(:mod:`~judge.integrations.claude_code.pin`): ``SessionStart`` pins the file as it is;
+A Claude Code session keeps the configuration it started with, with the calibration
+files its hooks name (:mod:`~judge.integrations.claude_code.pin`): ``SessionStart`` pins them as they are;
 later calls load the pinned text when the file changed, broke or went away, and the
 first call after each change tells the user. A configuration that loads also refreshes
 the fast path's config index (:mod:`~judge.integrations.claude_code.fast_path`).
@@ -15,16 +15,19 @@ from pathlib import Path
 
 from judge.config import Config, HookSet, config_from_text, read_config_text
 from judge.errors import ConfigError
+from judge.hooks.calibration import Source, calibrated, calibration_files, read_source
 from judge.integrations.claude_code.answer import warn
 from judge.integrations.claude_code.fast_path import default_state_path, write_index
 from judge.integrations.claude_code.pin import (
     FOLDER,
     SessionConfig,
+    bundle,
     keep_copy,
     nested,
     read_pin,
     repin,
     session_config,
+    unbundle,
     write_pin,
 )
 from judge.integrations.claude_code.pin import enabled as pins_enabled
@@ -38,25 +41,55 @@ _NO_PIN = (
 )
 
 
-def write_config_index(state_path: Path, config_path: str, config: Config, sha: str) -> None:
+def write_config_index(
+    state_path: Path, config_path: str, config: Config, sha: str, also: list[str] | None = None
+) -> None:
     """Let later calls skip loading ``config`` when no hook can match
-    (see :mod:`~judge.integrations.claude_code.fast_path`)."""
+    (see :mod:`~judge.integrations.claude_code.fast_path`); ``also``: the calibration files
+    whose change makes the index stale too."""
     from judge.config import EVENTS
 
     def matchers(hooks: HookSet) -> dict[str, list[str | None]]:
         return {e: [h.matcher for h in hooks.for_event(e)] for e in EVENTS if hooks.for_event(e)}
 
     agents = {name: matchers(agent.hooks) for name, agent in config.custom_agents.items()}
-    write_index(str(state_path), config_path, matchers(config.hooks), agents, sha)
+    write_index(str(state_path), config_path, matchers(config.hooks), agents, sha, also or [])
+
+
+def _bundled(config_path: str, text: str) -> tuple[Config, str, list[str]]:
+    """The file's ``text`` loaded (not yet checked) with the calibration files it names
+    read once: the configuration judged by them, the text to pin (:func:`pin.bundle`)
+    and the files. ConfigError for an invalid configuration."""
+    config = config_from_text(text, config_path)
+    paths = calibration_files(config)
+    if not paths:
+        return config, text, []
+    sources = {str(path): read_source(path) for path in paths}
+    pinned = bundle(text, {key: (found.text, found.problem) for key, found in sources.items()})
+    return calibrated(config, sources), pinned, list(sources)
+
+
+def _pinned(config_path: str, text: str) -> Config:
+    """A pinned text (:func:`pin.unbundle`) loaded with its own calibration files' texts."""
+    body, files = unbundle(text)
+    sources = {path: Source(found, problem) for path, (found, problem) in files.items()}
+    return config_from_text(body, config_path, calibration=sources)
+
+
+def _keep(state_path: Path, config_path: str, config: Config, pinned: str, also: list[str]) -> str:
+    """Keep ``pinned`` by its SHA-256 for pinning and index ``config`` for the fast path; the SHA."""
+    sha = keep_copy(str(state_path), pinned)
+    write_config_index(state_path, config_path, config, sha, also)
+    return sha
 
 
 def _load_current(state_path: Path, config_path: str, text: str) -> tuple[Config, str]:
     """The file's ``text`` loaded and checked (templates and models too), kept by its
-    SHA-256 for pinning and indexed for the fast path; the configuration and the SHA."""
-    config = runnable(config_from_text(text, config_path))
-    sha = keep_copy(str(state_path), text)
-    write_config_index(state_path, config_path, config, sha)
-    return config, sha
+    SHA-256 (with its calibration) for pinning and indexed for the fast path; the
+    configuration and the SHA."""
+    config, pinned, also = _bundled(config_path, text)
+    runnable(config)
+    return config, _keep(state_path, config_path, config, pinned, also)
 
 
 def session_configuration(
@@ -72,23 +105,32 @@ def session_configuration(
     judged with the file as it is, and stderr says why.
     """
     state = str(state_path)
+    loaded: tuple[Config, str, list[str]] | None = None
+    unreadable: ConfigError | None = None
     try:
         current: str | None = read_config_text(config_path)
-        unreadable: ConfigError | None = None
     except ConfigError as exc:
         current, unreadable = None, exc
+    if current is not None:
+        try:
+            loaded = _bundled(config_path, current)
+            current = loaded[1]  # what is pinned: the text with its calibration files
+        except ConfigError as exc:
+            unreadable = exc  # an invalid file: its raw text differs from any pin
+    shown = f"{config_path} (or a calibration file it names)" if loaded and loaded[2] else None
     try:
-        chosen = session_config(state, session_id, config_path, current)
+        chosen = session_config(state, session_id, config_path, current, shown)
     except Exception as exc:  # (a damaged pin folder): never worse than no pinning
         warn(f"the session's pin is unusable ({type(exc).__name__}: {exc}); using {config_path}")
         chosen = SessionConfig(None)
     if chosen.text is not None:
-        return runnable(config_from_text(chosen.text, config_path)), chosen.note
+        return runnable(_pinned(config_path, chosen.text)), chosen.note
     if chosen.note:
         warn(chosen.note)
-    if current is None:
+    if loaded is None:
         raise unreadable or ConfigError([f"cannot read {config_path}"], config_path)
-    config, sha = _load_current(state_path, config_path, current)
+    config = runnable(loaded[0])
+    sha = _keep(state_path, config_path, config, loaded[1], loaded[2])
     note = chosen.note
     if chosen.first and session_id:
         # A run inside another session writes no pin (that would pin the edited file for

@@ -70,10 +70,19 @@ def default_state_path() -> str:
     return os.path.join(base, "judge", "state.sqlite")
 
 
-def _config_identity(config_path: str) -> list[Any]:
+def _config_identity(config_path: str, also: list[str] | None = None) -> list[Any]:
+    """What tells the configuration file apart from an edited one, and (``also``) the
+    calibration files it names: a changed calibration makes the index stale too."""
     real = os.path.realpath(config_path)
     st = os.stat(real)
-    return [real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, __version__]
+    found: list[Any] = [real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, __version__]
+    for path in also or ():
+        try:
+            other = os.stat(path)
+            found.append([path, other.st_dev, other.st_ino, other.st_size, other.st_mtime_ns])
+        except OSError:
+            found.append([path, None])
+    return found
 
 
 def index_path(state_path: str, config_path: str) -> str:
@@ -88,18 +97,20 @@ def write_index(
     hooks: dict[str, list[str | None]],
     agents: dict[str, dict[str, list[str | None]]],
     sha: str,
+    also: list[str] | None = None,
 ) -> None:
     """Record, for a configuration that loaded and validated, each event's matchers.
 
     ``hooks`` maps an event to the matchers of its agent-level hooks (``None`` for hooks
     without one); ``agents`` the same per custom agent; ``sha`` is the SHA-256 of the
-    file's text (:mod:`~judge.integrations.claude_code.pin`). Failures are ignored: the index is only a
-    shortcut.
+    file's text with its calibration (:mod:`~judge.integrations.claude_code.pin`), ``also`` the
+    calibration files it names. Failures are ignored: the index is only a shortcut.
     """
     try:
         data = {
             "format": INDEX_FORMAT,
-            "identity": _config_identity(config_path),
+            "identity": _config_identity(config_path, also),
+            "also": list(also or []),
             "hooks": hooks,
             "agents": agents,
             "sha256": sha,
@@ -115,7 +126,10 @@ def _read_index(state_path: str, config_path: str) -> dict[str, Any] | None:
             data = json.load(src)
         if not isinstance(data, dict) or data.get("format") != INDEX_FORMAT:
             return None
-        if data.get("identity") != _config_identity(config_path):
+        also = data.get("also") or []
+        if not isinstance(also, list) or not all(isinstance(path, str) for path in also):
+            return None
+        if data.get("identity") != _config_identity(config_path, also):
             return None
     except (OSError, ValueError):
         return None

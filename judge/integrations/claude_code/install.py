@@ -47,6 +47,7 @@ from typing import Any
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
+from judge.hooks.calibration import status_lines
 from judge.integrations.claude_code.answer import Answer
 from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_EVENTS,
@@ -118,9 +119,11 @@ def is_judge_handler(handler: Any) -> bool:
 
 def _hooks_by_event(config: Config) -> dict[str, list[Hook]]:
     """Every hook per event, agent level and custom agents', as they run (a shadow agent's
-    hooks are shadow hooks)."""
+    hooks are shadow hooks). Calibration is left out: a record written after the install
+    lets a calibrated hook enforce, and its failMode with it."""
+    written = config.model_copy(update={"calibration": None})
     out = {
-        event: [hook for _, _, hook in config.every_hook_for(event)]
+        event: [hook for _, _, hook in written.every_hook_for(event)]
         for event in ("Stop", "SubagentStop", "PreToolUse", "PostToolUse")
     }
     return {event: hooks for event, hooks in out.items() if hooks}
@@ -353,6 +356,8 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
         _refuse_errors(config, config_path, bool(getattr(args, "force", False)), answer)
         for warning in block_cap_warnings(config):
             answer.error(f"warning: {warning}")
+        for line in status_lines(config):  # as found now; each session keeps what it starts with
+            answer.error(line)
         timeout = getattr(args, "install_timeout", None)
         rewrite = getattr(args, "install_rewrite", None)
         entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)

@@ -11,10 +11,20 @@ whoever changed it, and that the change applies to new sessions. ``JUDGE_PIN_CON
 in the hook's environment (Claude Code's settings, which the agent cannot edit) turns
 pinning off: every call then reads the file as it is.
 
+What is pinned is the configuration's text **and the calibration files its hooks name**
+(``calibration: {file: ...}``, :mod:`judge.hooks.calibration`): calibration can only make
+a hook shadow, so a calibration file an agent could edit or delete would be a way to
+switch its own judge off. A session keeps the calibration it started with; an edited,
+broken or deleted calibration file changes nothing for it, and is told like a changed
+configuration. The two are kept together as one text (:func:`bundle`): the
+configuration, then a NUL-marked JSON of the calibration files' texts (a NUL byte
+cannot occur in a valid configuration), and a configuration without calibrated hooks is
+kept as its text alone.
+
 Files, owner-only, in ``config-pins/`` beside the state file:
 
-- ``<sha256>.conf``: a configuration's text, named by its SHA-256, written when it first
-  loaded and validated (together with the fast path's config index);
+- ``<sha256>.conf``: a configuration's text (with its calibration), named by its SHA-256,
+  written when it first loaded and validated (together with the fast path's config index);
 - ``<key>.json``: one session's pin, ``{"format", "config", "sha256", "told"}``, where the
   key hashes the session id and the configuration's real path.
 
@@ -53,6 +63,40 @@ MAX_ENVIRON_BYTES = 4 * 1024 * 1024
 MAX_COPY_BYTES = 64 * 1024 * 1024
 FOLDER = "config-pins"
 _SHA = re.compile(r"[0-9a-f]{64}")
+#: Where a bundle's calibration files begin (see :func:`bundle`).
+CALIBRATION_MARK = "\x00judge-calibration\x00"
+
+
+def bundle(text: str, calibration: Mapping[str, tuple[str | None, str | None]]) -> str:
+    """A configuration's text with the calibration files it names: path -> (text, or why
+    it could not be read). Without any, the text alone."""
+    if not calibration:
+        return text
+    files = {
+        path: {"text": found, "problem": problem} for path, (found, problem) in sorted(calibration.items())
+    }
+    return text + CALIBRATION_MARK + json.dumps(files, ensure_ascii=False)
+
+
+def unbundle(text: str) -> tuple[str, dict[str, tuple[str | None, str | None]]]:
+    """:func:`bundle` undone: the configuration's text and its calibration files (a damaged
+    part reads as no files: every calibrated hook is then ``missing``, never enforced)."""
+    config, mark, rest = text.partition(CALIBRATION_MARK)
+    if not mark:
+        return text, {}
+    try:
+        files = json.loads(rest)
+    except (ValueError, RecursionError):
+        return config, {}
+    found: dict[str, tuple[str | None, str | None]] = {}
+    for path, entry in files.items() if isinstance(files, dict) else ():
+        if isinstance(entry, dict):
+            body, problem = entry.get("text"), entry.get("problem")
+            found[str(path)] = (
+                body if isinstance(body, str) else None,
+                problem if isinstance(problem, str) else None,
+            )
+    return config, found
 
 
 def enabled(environ: Mapping[str, str] = os.environ) -> bool:
@@ -226,17 +270,19 @@ class SessionConfig(NamedTuple):
 
 
 def session_config(
-    state_path: str, session_id: str | None, config_path: str, current: str | None
+    state_path: str, session_id: str | None, config_path: str, current: str | None, shown: str | None = None
 ) -> SessionConfig:
     """The configuration text this call of ``session_id`` must load.
 
-    ``current`` is the file's text now (None: missing or unreadable). Without a session
+    ``current`` is the file's text now, as :func:`bundle` keeps it (None: missing or
+    unreadable); ``shown`` names what changed in the notes (default: ``config_path``). Without a session
     id, with pinning off, on the session's first call, or while the file is unchanged,
     that is the file. Otherwise it is the pinned text, and the first call after each
     distinct change gets a note.
     """
     if not session_id or not enabled():
         return SessionConfig(None)
+    shown = shown or config_path
     pin = read_pin(state_path, session_id, config_path)
     if pin is None:
         return SessionConfig(None, first=True)
@@ -248,7 +294,7 @@ def session_config(
             if not nested():  # (a run inside another session does not use the notice up)
                 write_pin(state_path, session_id, config_path, sha, told=pin.get("told"))
             return SessionConfig(
-                None, note=f"{config_path} changed before this session was resumed; judged as it is now"
+                None, note=f"{shown} changed before this session was resumed; judged as it is now"
             )
         return SessionConfig(None)
     what = "changed" if current is not None else "became unreadable"
@@ -258,7 +304,7 @@ def session_config(
     if text is None or digest(text) != sha:
         # The pinned text is gone: judge with the file as it is, pinned from now on, and say so.
         gone = (
-            f"{config_path} {what} during this session and the configuration the session "
+            f"{shown} {what} during this session and the configuration the session "
             f"started with is gone from {_folder(state_path)}; judging with the file as it is now"
         )
         return SessionConfig(None, note=gone, first=True)
@@ -269,7 +315,7 @@ def session_config(
         if not nested():  # (a run inside another session does not use the notice up)
             write_pin(state_path, session_id, config_path, sha, told=told)
         note = (
-            f"{config_path} {what} during this session; this session is still judged by the "
+            f"{shown} {what} during this session; this session is still judged by the "
             "configuration it started with (the change applies to new sessions)"
         )
     return SessionConfig(text, note=note)
