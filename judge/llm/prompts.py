@@ -276,6 +276,11 @@ def _render_threads() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=RENDER_THREADS, thread_name_prefix="judge-render")
 
 
+# A forked child (judge eval --workers, the service's workers) has none of its parent's
+# threads: an inherited pool would queue renders no thread ever runs.
+os.register_at_fork(after_in_child=_render_threads.cache_clear)
+
+
 #: Threads rendering templates for coroutines (per process).
 RENDER_THREADS = 4
 
