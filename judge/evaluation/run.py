@@ -40,6 +40,7 @@ from judge.evaluation.runner import (
     repair_results,
     run_suite,
 )
+from judge.evaluation.spending import EvalBudget, max_usd_problem, stopped_lines
 from judge.evaluation.suite import Suite
 from judge.evaluation.variants import Variant, load_variant_suite
 from judge.evaluation.workers import WorkerFailure, choose_workers, run_in_workers
@@ -66,6 +67,8 @@ class EvalSettings:
     batch: bool = False
     quiet: bool = False
     bounds: list[Bound] = field(default_factory=list)
+    #: ``--max-usd``: what this command may spend on model calls (``judge.evaluation.spending``).
+    max_usd: float | None = None
     #: Overrides the LLM judge (tests, embedding programs); runs in this process unless asked.
     judge: PromptJudge | None = None
     #: Where the run's notes go as they happen (``resuming: ...``); default: nowhere.
@@ -95,6 +98,8 @@ class EvalOutcome:
     nothing_judged: str | None = None
     workers: int = 1
     concurrency: int = DEFAULT_CONCURRENCY
+    #: ``--max-usd``: the limit, spent and refused (None without one).
+    spend: dict[str, Any] | None = None
 
     @property
     def completed(self) -> bool:
@@ -110,6 +115,7 @@ class _Judged:
     failure: str | None = None
     batched: BatchOutcome | None = None
     writers: list[ResultsWriter] = field(default_factory=list)
+    budget: EvalBudget | None = None
 
 
 def write_reports(suite: Suite, results: list[CaseResult], out: Path) -> dict[str, Any]:
@@ -147,6 +153,7 @@ def write_run_info(
     concurrency: int,
     resumed: bool,
     workers: int = 1,
+    spend: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``DIR/run.json``: how this run went (timing is not part of report.json, which
     must be identical for a resumed and an uninterrupted run)."""
@@ -159,6 +166,8 @@ def write_run_info(
         "workers": workers,
         "resumed": bool(resumed),
     }
+    if spend is not None:  # --max-usd: what this command spent
+        run["spend"] = spend
     (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
     return run
 
@@ -181,6 +190,9 @@ def _check_modes(settings: EvalSettings, suite: Suite) -> None:
             )
     if settings.workers is not None and settings.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {settings.workers}")
+    problem = None if settings.max_usd is None else max_usd_problem(settings, suite.config, suite.event)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def _prepare_out(settings: EvalSettings) -> Path:
@@ -210,8 +222,10 @@ def _prepare_out(settings: EvalSettings) -> Path:
 def _judge(
     settings: EvalSettings, suite: Suite, repeats: int, skip: set[tuple[str, int]], workers: int
 ) -> _Judged:
-    """Judge what is left, in the run's mode; results go to ``DIR/results.jsonl``."""
+    """Judge what is left, in the run's mode; results go to ``DIR/results.jsonl`` (with
+    ``--max-usd``, in this process, as its budget lets them)."""
     judged = _Judged()
+    budget = judged.budget = None if settings.max_usd is None else EvalBudget(settings.max_usd, suite.config)
     results_path = settings.out / "results.jsonl"
     progress = settings.progress()
     cache_path = settings.cache_path()
@@ -250,16 +264,18 @@ def _judge(
                 _judge_in_workers(settings, suite, repeats, skip, workers, progress, open_writer, judged)
             else:
                 open_writer()
+                write = judged.writers[0].write
                 judged.interrupted = not run_suite(
                     suite,
                     repeats=repeats,
                     concurrency=settings.concurrency,
-                    judge=settings.judge,
+                    judge=settings.judge if budget is None else budget.judge(),
                     cache_path=cache_path,
-                    on_result=judged.writers[0].write,
+                    on_result=write if budget is None else budget.writer(write),
                     skip=skip,
                     progress=progress,
                     guard=InterruptGuard(note=settings.note),
+                    stop=None if budget is None else budget.spent_out,
                 )
         except KeyboardInterrupt:
             judged.interrupted = True
@@ -355,14 +371,20 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
     jobs_left = len(suite.cases) * repeats - len(skip)
     requested = settings.workers
     # A judge object handed in by an embedding program runs in this process unless asked.
+    alone = settings.judge is not None or settings.max_usd is not None  # (a judge object; a money limit)
     workers = choose_workers(
-        requested if requested is not None or settings.judge is None else 1, jobs_left, settings.concurrency
+        requested if requested is not None or not alone else 1, jobs_left, settings.concurrency
     )
     outcome.workers = workers
     started_at = now_iso()
     judged = _judge(settings, suite, repeats, skip, workers)
+    budget = judged.budget
     results = order_results(read_results(results_path), suite.cases, repeats)
     outcome.results = results
+    outcome.spend = None if budget is None else budget.summary()
+    if budget is not None and budget.stopped(len(results), len(suite.cases) * repeats):
+        outcome.problems = _stopped_at_budget(settings, suite, results, repeats, budget)
+        return outcome
     outcome.problems = _ended_early(judged, suite, repeats, results, settings.out)
     if outcome.problems:
         return outcome
@@ -379,7 +401,20 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
         settings.concurrency,
         settings.resume,
         workers,
+        outcome.spend,
     )
     outcome.nothing_judged = all_errored(report)
     outcome.failed = check_bounds(metrics, settings.bounds)
     return outcome
+
+
+def _stopped_at_budget(
+    settings: EvalSettings, suite: Suite, results: list[CaseResult], repeats: int, budget: EvalBudget
+) -> list[str]:
+    """The run stopped at ``--max-usd``: a partial report.json that says where, and what to do."""
+    total = len(suite.cases) * repeats
+    if results:
+        report = rounded(write_reports(suite, results, settings.out))
+        report["stoppedAtBudget"] = budget.summary(len(results), total)
+        atomic_write(settings.out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return stopped_lines(budget.limit, len(results), total, settings.out / "results.jsonl")

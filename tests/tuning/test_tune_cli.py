@@ -149,7 +149,7 @@ def test_missing_out_suite_and_labels(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_best_config_keeps_the_resource_form(tmp_path: Path) -> None:
     from judge.config import load_config
-    from judge.tuning.tuner import config_with_prompt, dump_yaml
+    from judge.tuning.outputs import config_with_prompt, dump_yaml
 
     doc = {
         "api_version": "azuresre.ai/v2",
