@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from judge.config import EVENTS, Config, HookSet
 from judge.decision import Usage
-from judge.evaluation.cache import JudgementCache, cache_key
+from judge.evaluation.cache import CACHE_NAME, JudgementCache, cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case
 from judge.hooks.engine import Engine
@@ -322,7 +322,8 @@ def estimate_eval(settings: EvalSettings, variants: Sequence[Variant]) -> list[E
             suite.cases,
             base_dir=suite.base_dir,
             repeats=repeats,
-            cache_path=settings.cache_path(),
+            # (read even with --no-cache: what it measured still sizes the judgements)
+            cache_path=settings.cache or settings.out.resolve().parent / CACHE_NAME,
             use_cache=not settings.no_cache,
             skip=skip,
         )

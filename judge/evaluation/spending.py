@@ -12,7 +12,10 @@ request's worst case against a :class:`UsdLimit` and refuses it
   call (a feature the server rejected) and a failed request are charged their worst case
   (they may have been billed).
 
-So the spent total never passes the limit, even with requests in flight at once. A model
+A request that does not fit while others are in flight waits for them to settle (they
+usually cost far less than their worst case) and is refused only when nothing in flight
+could make room. So the spent total never passes the limit, even with requests in flight
+at once, and concurrency does not waste the budget's end. A model
 without a price cannot be limited: its requests are refused (and the commands refuse to
 start). Reservations are per request: an SDK provider reports each HTTP request through
 its ``before_request`` hook; for those, meter one provider object per judgement (the
@@ -21,6 +24,7 @@ LLM judge's ``wrap``), never one shared by concurrent judgements.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -76,8 +80,12 @@ class UsdLimit:
         self.held = 0.0
         self.refused = 0
         self.requests = 0
+        #: Reservations held by requests not yet settled.
+        self.in_flight = 0
         #: The largest charge of one request, per model label.
         self.largest: dict[str, float] = {}
+        self._changed: tuple[asyncio.AbstractEventLoop, asyncio.Condition] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def price(self, label: str) -> Price | None:
         return price_for(label, self.prices)
@@ -85,29 +93,72 @@ class UsdLimit:
     def available(self) -> float:
         return max(0.0, self.max_usd - self.spent - self.reserved - self.held)
 
-    def hold(self, usd: float) -> None:
-        self.held = max(0.0, usd)
+    def _refuse(self, label: str, worst: float) -> SpendRefused:
+        self.refused += 1
+        return SpendRefused(
+            f"{label}: {REFUSAL}: ${self.spent:.4f} of ${self.max_usd:g} spent and this request "
+            f"could cost up to ${worst:.4f}",
+            model=label,
+        )
 
     def reserve(self, label: str, worst: float) -> None:
+        """Reserve ``worst`` now, or refuse (:class:`SpendRefused`)."""
         if worst > self.available():
-            self.refused += 1
-            raise SpendRefused(
-                f"{label}: {REFUSAL}: ${self.spent:.4f} of ${self.max_usd:g} spent and this request "
-                f"could cost up to ${worst:.4f}",
-                model=label,
-            )
+            raise self._refuse(label, worst)
         self.reserved += worst
         self.requests += 1
+        self.in_flight += 1
+
+    async def acquire(self, label: str, worst: float) -> None:
+        """Reserve ``worst``, waiting while requests in flight may still settle below their
+        worst cases; refuse only when nothing in flight could make room."""
+        loop = asyncio.get_running_loop()
+        if self._changed is None or self._changed[0] is not loop:
+            self._changed = (loop, asyncio.Condition())
+        changed = self._changed[1]
+        async with changed:
+            while worst > self.available() and self.in_flight > 0:
+                await changed.wait()
+        self.reserve(label, worst)
+
+    def _notify(self) -> None:
+        if self._changed is None:
+            return
+        loop, changed = self._changed
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # no loop running: nobody can be waiting
+            return
+        if running is loop:
+
+            async def tell() -> None:
+                async with changed:
+                    changed.notify_all()
+
+            self._tasks.add(task := loop.create_task(tell()))
+            task.add_done_callback(self._tasks.discard)
+
+    def hold(self, usd: float) -> None:
+        self.held = max(0.0, usd)
+        self._notify()
 
     def release(self, worst: float) -> None:
         """A reservation whose request was not sent after all."""
-        self.reserved = max(0.0, self.reserved - worst)
         self.requests -= 1
+        self._unreserve(worst, 1)
+        self._notify()
 
-    def settle(self, label: str, reserved: float, charge: float) -> None:
-        self.reserved = max(0.0, self.reserved - reserved)
+    def _unreserve(self, usd: float, count: int) -> None:
+        self.in_flight -= count
+        # (a sum of floats does not come back to exactly 0)
+        self.reserved = max(0.0, self.reserved - usd) if self.in_flight > 0 else 0.0
+
+    def settle(self, label: str, reserved: float, charge: float, count: int = 1) -> None:
+        """``count`` reservations (``reserved`` in all) become the real ``charge``."""
+        self._unreserve(reserved, count)
         self.spent += charge
         self.largest[label] = max(self.largest.get(label, 0.0), charge)
+        self._notify()
 
     def summary(self) -> dict[str, float | int]:
         return {"maxUsd": self.max_usd, "spentUsd": round(self.spent, 6), "refused": self.refused}
@@ -149,13 +200,17 @@ class Metered:
         timeout: float | None = None,
     ) -> Completion:
         price, worst = self._worst(messages, tools)
+        if self.limit is not None:
+            await self.limit.acquire(self.label, worst)  # the first request's reservation
+        held = self.limit is not None
         sent = 0
         previous = getattr(self.inner, "before_request", None)
 
         def admit() -> None:
-            nonlocal sent
-            if self.limit is not None:
-                self.limit.reserve(self.label, worst)
+            nonlocal sent, held
+            if self.limit is not None and not held:
+                self.limit.reserve(self.label, worst)  # a request sent again inside this call
+            held = False
             try:
                 if previous is not None:
                     previous()
@@ -175,15 +230,17 @@ class Metered:
             completion = await self.inner.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
         except BaseException:
             if self.limit is not None:
-                self.limit.settle(self.label, sent * worst, sent * worst)
+                self.limit.settle(self.label, sent * worst, sent * worst, sent)
             raise
         finally:
             if self._per_request:
                 self.inner.before_request = previous  # type: ignore[attr-defined]
+            if held and self.limit is not None:  # never sent (refused, or failed before)
+                self.limit.release(worst)
         if self.limit is not None and price is not None:
             usage = completion.usage
             actual = price.cost(usage) if usage.input_tokens or usage.output_tokens else worst
-            self.limit.settle(self.label, sent * worst, actual + max(sent - 1, 0) * worst)
+            self.limit.settle(self.label, sent * worst, actual + max(sent - 1, 0) * worst, sent)
         return completion
 
     async def aclose(self) -> None:

@@ -23,7 +23,7 @@ from judge.tuning.call_budget import BudgetError, CallBudget
 from judge.tuning.candidates import Candidate, SplitEval
 from judge.tuning.llm import ProviderLLM, optimizer_llm
 from judge.tuning.measure import SuiteEvaluator, budgeted_judge
-from judge.tuning.money import Money
+from judge.tuning.money import SAFETY, Money
 from judge.tuning.objective import Objective
 from judge.tuning.optimizer import Optimizer, OptimizeResult, OptimizerSettings, per_judgement
 from judge.tuning.plan import TuneError, TuneOptions, TunePlan, plan_tune
@@ -108,7 +108,7 @@ async def _money(
     costs = await baseline_costs(suite, options, plan, env)
     test = len(plan.split.test) * plan.repeats
     plan_money = Money(limit, test, costs.per_judgement, costs.per_request, costs.optimizer)
-    need = costs.baseline_usd + test * costs.per_judgement
+    need = costs.baseline_usd + 2 * test * costs.per_judgement * SAFETY  # the baseline, then the test share
     if need > limit.max_usd:
         raise BudgetError(
             f"--max-usd {limit.max_usd:g} is too small: measuring the baseline on train and dev and the "
