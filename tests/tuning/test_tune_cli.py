@@ -109,6 +109,12 @@ def test_compare_two_configs(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["--hook", "PostToolUse:0"], "are Stop events"),
         (["--hook", "nonsense"], "EVENT:INDEX"),
         (["--optimizer-model", "fake:missing.yaml"], "unknown fake model"),
+        (["--min-block-precision", "1.5"], "--min-block-precision must be above 0 and at most 1"),
+        (["--objective", "pairwise"], "needs paired cases"),
+        (["--optimizer-template", "nowhere.md"], "--optimizer-template nowhere.md: file not found"),
+        (["--demos", "-1"], "--demos must be at least 0"),
+        (["--merges", "-1"], "--merges must be at least 0"),
+        (["--max-usd", "0"], "--max-usd must be above 0"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(
