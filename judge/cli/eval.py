@@ -156,6 +156,8 @@ def estimate_main(settings: EvalSettings, variants: list[Variant]) -> int:
         return 2
     for estimate in estimates:
         print("\n".join(describe(estimate)))
+    if settings.max_usd is not None:
+        print(f"the run stops before its spending could pass --max-usd {settings.max_usd:g}")
     if len(estimates) > 1 and all(e.usd is not None for e in estimates):
         print(f"total: ~${sum(e.usd or 0.0 for e in estimates):.4f}")
     return 0

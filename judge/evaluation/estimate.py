@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -35,7 +37,7 @@ from pydantic import BaseModel, Field
 
 from judge.config import EVENTS, Config, HookSet
 from judge.decision import Usage
-from judge.evaluation.cache import CACHE_NAME, JudgementCache, cache_key
+from judge.evaluation.cache import CACHE_NAME, cache_key
 from judge.evaluation.runner import _Transcripts
 from judge.evaluation.suite import Case
 from judge.hooks.engine import Engine
@@ -133,10 +135,37 @@ def static_usage(request: PromptRequest) -> tuple[int, Usage]:
     return 2, usage
 
 
+class CacheReader:
+    """The judgement cache opened read-only (an estimate writes nothing, not even the
+    cache's journal); an unreadable or foreign file reads as empty."""
+
+    def __init__(self, path: Path) -> None:
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            self._db.execute("SELECT key FROM judgements LIMIT 1")
+        except sqlite3.Error:
+            self.close()
+
+    def get(self, key: str) -> PromptVerdict | None:
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute("SELECT verdict FROM judgements WHERE key = ?", (key,)).fetchone()
+            return None if row is None else PromptVerdict.model_validate(json.loads(row[0]))
+        except (sqlite3.Error, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
 class _Recorder:
     """A prompt judge that calls no model: it notes what would be judged (module docstring)."""
 
-    def __init__(self, cache: JudgementCache | None, use_cache: bool, env: Mapping[str, str] | None) -> None:
+    def __init__(self, cache: CacheReader | None, use_cache: bool, env: Mapping[str, str] | None) -> None:
         self.cache = cache
         self.use_cache = use_cache
         self.env = env
@@ -198,7 +227,7 @@ async def plan_async(
 ) -> list[Planned]:
     """Every judgement a run of ``cases`` would make, with its tokens (module docstring).
     The cache at ``cache_path`` is only read (and only when it exists)."""
-    cache = JudgementCache(cache_path) if cache_path is not None and cache_path.is_file() else None
+    cache = CacheReader(cache_path) if cache_path is not None and cache_path.is_file() else None
     recorder = _Recorder(cache, use_cache, env)
     try:
         await _plan(config, event, cases, base_dir, repeats, recorder, skip or set())

@@ -67,7 +67,11 @@ def test_the_cache_makes_judgements_free_and_gives_their_measured_tokens(
     assert main(["eval", str(suite), "--out", str(out), "--quiet"]) == 0
     assert len(server.requests) == 6
     server.reset()
+    folder = out.parent
+    before = {f.name: f.stat().st_mtime_ns for f in folder.iterdir() if f.is_file()}
     text = estimate(capsys, str(suite), "--out", str(out))
+    after = {f.name: f.stat().st_mtime_ns for f in folder.iterdir() if f.is_file()}
+    assert after == before  # the cache is read, never written (not even its journal)
     assert "6 judgement(s), 6 served from the cache (free)" in text and "cost: $0.0000" in text
     assert "at least 0" in text
     # without the cache they would be judged again: at the tokens the cache measured
