@@ -142,7 +142,8 @@ class CacheReader:
     def __init__(self, path: Path) -> None:
         self._db: sqlite3.Connection | None = None
         try:
-            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            # immutable: no lock, no -shm/-wal files (entries still in another writer's WAL are missed)
+            self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
             self._db.execute("SELECT key FROM judgements LIMIT 1")
         except sqlite3.Error:
             self.close()
