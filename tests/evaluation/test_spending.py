@@ -167,3 +167,15 @@ def test_a_budget_that_cannot_be_kept_is_refused_up_front(
     max_usd = [] if "--max-usd" in extra else ["--max-usd", "1"]
     assert main(["eval", str(suite), "--out", str(tmp_path / "o"), *max_usd, *extra]) == 2
     assert message in capsys.readouterr().err and server.requests == []
+
+
+def test_variants_share_the_budget_equally(
+    tmp_path: Path, server: LLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path / "s", labelled_rows(20), CONFIG)
+    argv = ["eval", str(suite), "--out", str(tmp_path / "o"), "--no-cache", "--quiet", "--max-usd", "0.02"]
+    assert main([*argv, "--model", "openai:judge-test", "--model", "ReasoningFast"]) == 2
+    assert served_cost(server) <= 0.01  # the first variant's half; the comparison stops there
+    run = json.loads((tmp_path / "o" / "openai-judge-test" / "report.json").read_text())
+    assert run["stoppedAtBudget"]["maxUsd"] == 0.01
+    assert "the comparison stopped at variant openai:judge-test" in capsys.readouterr().err
