@@ -236,7 +236,11 @@ class Optimizer:
         return OptimizeResult(self.candidates, baseline, winner, stopped, self.outcomes, self._limit(stopped))
 
     def _limit(self, stopped: str) -> str | None:
-        return (self.limit or "--max-calls") if stopped == "budget" else None
+        """The budget that stopped the search: the one planning found short, else the one
+        that refused a request."""
+        if stopped != "budget":
+            return None
+        return self.limit or ("--max-calls" if self.budget.refused else "--max-usd")
 
     def _board(self) -> str:
         best = sorted(self._measured(), key=self._rank)[:3]
