@@ -49,7 +49,7 @@ def headline(outcome: TuneOutcome) -> str:
         )
     c = outcome.comparison
     if c is None:
-        return "The test evaluation did not complete (call budget spent); no improvement can be claimed."
+        return "The test evaluation did not complete (the budget is spent); no improvement can be claimed."
     return comparison_sentence(c, "The tuned prompt", "the baseline", unit=outcome.unit)
 
 
@@ -101,7 +101,8 @@ def warnings(outcome: TuneOutcome) -> list[str]:
         out.append(f"The search stopped early: {outcome.stopped}.")
     for ev in outcome.test.values():
         if not ev.complete:
-            out.append("The test evaluation was cut short by the call budget.")
+            flags = [f for f, v in (("--max-calls", outcome.max_calls), ("--max-usd", outcome.max_usd)) if v]
+            out.append(f"The test evaluation was cut short by the budget ({' / '.join(flags)}).")
             break
     out += _floor_warnings(outcome)
     undecided = {cid: sum(1 for i in ev.items if i.decision is None) for cid, ev in outcome.test.items()}
