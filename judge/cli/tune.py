@@ -9,7 +9,6 @@ config, no labels, too small a budget, a missing API key).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -200,6 +199,8 @@ def _options(args: argparse.Namespace) -> Any:
 
 
 def _estimate(args: argparse.Namespace) -> int:
+    import asyncio
+
     from judge.evaluation.suite import load_suite
     from judge.tuning.estimate import describe_tune, estimate_tune
 
@@ -209,6 +210,8 @@ def _estimate(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
+    import asyncio
+
     from judge.evaluation.suite import load_suite
     from judge.tuning.tuner import tune
 
@@ -235,6 +238,8 @@ def _tune(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import asyncio
+
     from judge.config import load_config
     from judge.evaluation.suite import load_suite
     from judge.tuning.compare import compare_configs
