@@ -93,3 +93,9 @@ def test_service_replicas_smallest(capsys: pytest.CaptureFixture[str], postgres:
     assert bench("bench_service_replicas").main(args) == 0
     out = capsys.readouterr().out
     assert "PostgreSQL, 2 replicas" in out and "SQLite, 1 process" in out
+
+
+def test_tuning_smallest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench("bench_tuning").main(["--seeds", "1", "--rounds", "1", "--edits", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| 2 + rationales |" in out and "--objective pairwise" in out and "block precision" in out

@@ -22,6 +22,7 @@ from judge.cli.model_flag import ModelFlag
 from judge.cli.report_view import add_view_flags
 from judge.cli.run import add_run_parser
 from judge.cli.serve import add_serve_parser
+from judge.cli.tune import add_money_flags, add_tune_parser
 from judge.cli.validate import add_validate_parser
 
 Handler = Callable[[argparse.Namespace], int]
@@ -213,38 +214,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --recorded: also report the block rate corrected for the judge's error "
         "measured in FILE (a calibration.json)",
     )
+    add_money_flags(p, "run")
     p.set_defaults(func=cmd_eval)
     p.error_exit = 2  # type: ignore[attr-defined]
 
-    p = sub.add_parser("tune", help="tune a prompt hook against a labelled suite")
-    p.add_argument("suite", nargs="?", help="labelled suite YAML file")
-    p.add_argument(
-        "--hook", help="the hook to tune, EVENT:INDEX (e.g. Stop:0); default: the only prompt hook"
-    )
-    p.add_argument("--out", help="output folder (candidates.jsonl, best.yaml, report.html)")
-    p.add_argument("--rounds", type=int, default=3, help="optimizer rounds (default 3)")
-    p.add_argument("--beam", type=int, default=3, help="prompts kept per round, selected on dev (default 3)")
-    p.add_argument(
-        "--edits", type=int, default=3, help="edited prompts asked for per beam prompt (default 3)"
-    )
-    p.add_argument(
-        "--max-calls", type=int, default=None, help="budget of LLM calls, judge and optimizer (default: none)"
-    )
-    p.add_argument(
-        "--repeats", type=int, default=None, help="judgements per item and prompt (default: suite's)"
-    )
-    p.add_argument("--seed", type=int, default=0, help="split and sampling seed (default 0)")
-    p.add_argument("--split", default="20/40/40", help="train/dev/test percentages (default 20/40/40)")
-    p.add_argument(
-        "--optimizer-model", default="Reasoning", help="tier or model of the optimizer (default Reasoning)"
-    )
-    p.add_argument("--concurrency", type=int, default=8, help="parallel judgements (default 8)")
-    p.add_argument(
-        "--compare", nargs=3, metavar=("A", "B", "SUITE"), help="compare two hook configs on a suite's items"
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress output")
-    p.set_defaults(func=cmd_tune)
-    p.error_exit = 2  # type: ignore[attr-defined]
+    add_tune_parser(sub, cmd_tune)
 
     p = sub.add_parser("datasets", help="dataset helpers")
     dsub = p.add_subparsers(dest="datasets_command", required=True, parser_class=_Parser)

@@ -5,7 +5,9 @@ Exit codes: 0 the run completed (whatever the judge said); 1 a ``--fail-under`` 
 ``--fail-over`` bound was violated (or cannot be evaluated, e.g. recall without labelled
 block cases); 2 the run could not complete: a bad suite or flag, missing files, an
 interrupted run (Ctrl-C: the finished results stay in ``DIR/results.jsonl``;
-``--resume`` continues), or every judgement errored (nothing was judged).
+``--resume`` continues), a run stopped at its ``--max-usd`` (the same), or every judgement
+errored (nothing was judged). ``--estimate`` prints what the run would cost and exits 0
+without calling any model.
 """
 
 from __future__ import annotations
@@ -121,6 +123,7 @@ def settings_from(
         bounds=bounds,
         probes=getattr(args, "probes", None),
         calibration=Path(calibration) if calibration else None,
+        max_usd=getattr(args, "max_usd", None),
         judge=judge,
         note=_err,
         progress=lambda: make_progress(quiet=quiet),
@@ -157,6 +160,27 @@ def print_outcome(outcome: EvalOutcome, settings: EvalSettings, show: int = 0) -
     return 1 if outcome.failed else 0
 
 
+def estimate_main(settings: EvalSettings, variants: list[Variant]) -> int:
+    """``judge eval --estimate``: what the run would cost; no model is called, nothing written."""
+    from judge.errors import SuiteError
+    from judge.evaluation.estimate import describe, estimate_eval
+
+    try:
+        estimates = estimate_eval(settings, variants)
+    except SuiteError as exc:
+        _err(f"judge eval: cannot load suite {settings.suite}:")
+        for problem in exc.problems:
+            _err(f"  {problem}")
+        return 2
+    for estimate in estimates:
+        print("\n".join(describe(estimate)))
+    if settings.max_usd is not None:
+        print(f"the run stops before its spending could pass --max-usd {settings.max_usd:g}")
+    if len(estimates) > 1 and all(e.usd is not None for e in estimates):
+        print(f"total: ~${sum(e.usd or 0.0 for e in estimates):.4f}")
+    return 0
+
+
 def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int:
     """``judge eval``; ``judge`` overrides the LLM judge (tests, embedding)."""
     as_json = bool(getattr(args, "json", False))
@@ -167,6 +191,8 @@ def eval_main(args: argparse.Namespace, judge: PromptJudge | None = None) -> int
             print_json({"exitCode": 2, "problems": [f"judge eval: {exc}"]})
         _err(f"judge eval: {exc}")
         return 2
+    if getattr(args, "estimate", False):
+        return estimate_main(settings, variants)
     if len(variants) > 1:
         from judge.cli.compare import compare_main  # side by side: DIR/<variant>/...
 

@@ -53,14 +53,16 @@ def _load_all(suite_path: str, variants: list[Variant]) -> list[Suite]:
     return suites
 
 
-def variant_settings(settings: EvalSettings, variant: Variant) -> EvalSettings:
-    """The settings of the ordinary run of one variant (bounds are checked per variant here)."""
+def variant_settings(settings: EvalSettings, variant: Variant, variants: int = 1) -> EvalSettings:
+    """The settings of the ordinary run of one variant (bounds are checked per variant here;
+    with ``--max-usd`` each of the ``variants`` gets an equal share, so the whole stays in it)."""
     return dataclasses.replace(
         settings,
         out=settings.out / variant.slug,
         variant=variant,
         bounds=[],
         cache=settings.cache_path(),  # shared with single runs next to DIR
+        max_usd=None if settings.max_usd is None else settings.max_usd / variants,
     )
 
 
@@ -86,7 +88,7 @@ def run_comparison(
     metrics: list[dict[str, Any]] = []
     for number, (variant, suite) in enumerate(zip(variants, suites, strict=True), start=1):
         before(number, variant)
-        sub = variant_settings(settings, variant)
+        sub = variant_settings(settings, variant, len(variants))
         ran = run_eval(sub)
         after(ran)
         repeats = settings.repeats if settings.repeats is not None else suite.repeats

@@ -41,6 +41,7 @@ from judge.evaluation.runner import (
     repair_results,
     run_suite,
 )
+from judge.evaluation.spending import EvalBudget, max_usd_problem, stopped_lines
 from judge.evaluation.suite import Suite
 from judge.evaluation.trust import prepare, sections
 from judge.evaluation.variants import Variant, load_variant_suite
@@ -72,6 +73,8 @@ class EvalSettings:
     probes: str | None = None
     #: ``--calibration``: the calibration file correcting recorded verdicts.
     calibration: Path | None = None
+    #: ``--max-usd``: what this command may spend on model calls (``judge.evaluation.spending``).
+    max_usd: float | None = None
     #: Overrides the LLM judge (tests, embedding programs); runs in this process unless asked.
     judge: PromptJudge | None = None
     #: Where the run's notes go as they happen (``resuming: ...``); default: nowhere.
@@ -101,6 +104,8 @@ class EvalOutcome:
     nothing_judged: str | None = None
     workers: int = 1
     concurrency: int = DEFAULT_CONCURRENCY
+    #: ``--max-usd``: the limit, spent and refused (None without one).
+    spend: dict[str, Any] | None = None
 
     @property
     def completed(self) -> bool:
@@ -116,6 +121,7 @@ class _Judged:
     failure: str | None = None
     batched: BatchOutcome | None = None
     writers: list[ResultsWriter] = field(default_factory=list)
+    budget: EvalBudget | None = None
 
 
 def write_reports(
@@ -156,6 +162,7 @@ def write_run_info(
     concurrency: int,
     resumed: bool,
     workers: int = 1,
+    spend: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``DIR/run.json``: how this run went (timing is not part of report.json, which
     must be identical for a resumed and an uninterrupted run)."""
@@ -168,6 +175,8 @@ def write_run_info(
         "workers": workers,
         "resumed": bool(resumed),
     }
+    if spend is not None:  # --max-usd: what this command spent
+        run["spend"] = spend
     (out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
     return run
 
@@ -190,6 +199,9 @@ def _check_modes(settings: EvalSettings, suite: Suite) -> None:
             )
     if settings.workers is not None and settings.workers < 1:
         raise UsageError(f"--workers must be at least 1, got {settings.workers}")
+    problem = None if settings.max_usd is None else max_usd_problem(settings, suite.config, suite.event)
+    if problem is not None:
+        raise UsageError(problem)
 
 
 def _prepare_out(settings: EvalSettings) -> Path:
@@ -225,8 +237,9 @@ def _judge(
     results_path: Path | None = None,
 ) -> _Judged:
     """Judge what is left, in the run's mode; results go to ``results_path`` (default
-    ``DIR/results.jsonl``)."""
+    ``DIR/results.jsonl``; with ``--max-usd``, in this process, as its budget lets them)."""
     judged = _Judged()
+    budget = judged.budget = None if settings.max_usd is None else EvalBudget(settings.max_usd, suite.config)
     results_path = results_path if results_path is not None else settings.out / "results.jsonl"
     progress = settings.progress()
     cache_path = settings.cache_path()
@@ -265,16 +278,18 @@ def _judge(
                 _judge_in_workers(settings, suite, repeats, skip, workers, progress, open_writer, judged)
             else:
                 open_writer()
+                write = judged.writers[0].write
                 judged.interrupted = not run_suite(
                     suite,
                     repeats=repeats,
                     concurrency=settings.concurrency,
-                    judge=settings.judge,
+                    judge=settings.judge if budget is None else budget.judge(),
                     cache_path=cache_path,
-                    on_result=judged.writers[0].write,
+                    on_result=write if budget is None else budget.writer(write),
                     skip=skip,
                     progress=progress,
                     guard=InterruptGuard(note=settings.note),
+                    stop=None if budget is None else budget.spent_out,
                 )
         except KeyboardInterrupt:
             judged.interrupted = True
@@ -378,14 +393,20 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
     jobs_left = len(suite.cases) * repeats - len(skip)
     requested = settings.workers
     # A judge object handed in by an embedding program runs in this process unless asked.
+    alone = settings.judge is not None or settings.max_usd is not None  # (a judge object; a money limit)
     workers = choose_workers(
-        requested if requested is not None or settings.judge is None else 1, jobs_left, settings.concurrency
+        requested if requested is not None or not alone else 1, jobs_left, settings.concurrency
     )
     outcome.workers = workers
     started_at = now_iso()
     judged = _judge(settings, suite, repeats, skip, workers)
+    budget = judged.budget
     results = order_results(read_results(results_path), suite.cases, repeats)
     outcome.results = results
+    outcome.spend = None if budget is None else budget.summary()
+    if budget is not None and budget.stopped(len(results), len(suite.cases) * repeats):
+        outcome.problems = _stopped_at_budget(settings, suite, results, repeats, budget)
+        return outcome
     outcome.problems = _ended_early(judged, suite, repeats, results, settings.out)
     if outcome.problems:
         return outcome
@@ -414,7 +435,20 @@ def run_eval(settings: EvalSettings) -> EvalOutcome:
         settings.concurrency,
         settings.resume,
         workers,
+        outcome.spend,
     )
     outcome.nothing_judged = all_errored(report)
     outcome.failed = check_bounds(metrics, settings.bounds)
     return outcome
+
+
+def _stopped_at_budget(
+    settings: EvalSettings, suite: Suite, results: list[CaseResult], repeats: int, budget: EvalBudget
+) -> list[str]:
+    """The run stopped at ``--max-usd``: a partial report.json that says where, and what to do."""
+    total = len(suite.cases) * repeats
+    if results:
+        report = rounded(write_reports(suite, results, settings.out))
+        report["stoppedAtBudget"] = budget.summary(len(results), total)
+        atomic_write(settings.out / "report.json", json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return stopped_lines(budget.limit, len(results), total, settings.out / "results.jsonl")

@@ -164,6 +164,7 @@ async def run_cases(
     on_result: Callable[[CaseResult], None] | None = None,
     progress: Progress | None = None,
     skip: set[tuple[str, int]] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[CaseResult]:
     """Judge every case ``repeats`` times; results in case order x repeat.
 
@@ -171,7 +172,8 @@ async def run_cases(
     wrapped in a :class:`CachingJudge`. ``skip`` holds (id, repeat) pairs already done
     (``--resume``); they are neither run nor returned. ``on_result`` sees each result as
     it finishes. Cancellation (Ctrl-C) stops the workers; finished results have already
-    been passed to ``on_result``.
+    been passed to ``on_result``. Once ``stop()`` is true no further pair is started
+    (``--max-usd``: the budget is spent); the pairs not started are not returned.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
@@ -195,7 +197,7 @@ async def run_cases(
         return Engine(measured, judge=case_judge)
 
     async def worker() -> None:
-        while True:
+        while stop is None or not stop():
             try:
                 index, case, repeat = pending.get_nowait()
             except asyncio.QueueEmpty:
@@ -231,6 +233,7 @@ def run_suite(
     skip: set[tuple[str, int]],
     progress: Progress | None = None,
     guard: InterruptGuard | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> bool:
     """Run ``suite``'s pairs not in ``skip`` to the end on a new event loop, with this
     process's own connection to the judgement cache at ``cache_path`` (None: no cache).
@@ -256,6 +259,7 @@ def run_suite(
                     on_result=on_result,
                     progress=progress,
                     skip=skip,
+                    stop=stop,
                 )
             )
             is not None

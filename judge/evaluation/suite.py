@@ -38,6 +38,8 @@ from judge.suggest import did_you_mean
 
 #: Largest cases file (it is read whole; transcripts it names are streamed).
 MAX_CASES_BYTES = 1 << 30
+#: Longest ``rationale`` of a case (it is shown to the optimizer of ``judge tune``).
+MAX_RATIONALE_CHARS = 4000
 
 
 class RecordedVerdict(BaseModel):
@@ -61,6 +63,13 @@ class Case(BaseModel):
     label: Literal["allow", "block"] | None = Field(
         None, description="What a person says the gate should answer."
     )
+    rationale: str | None = Field(
+        None,
+        max_length=MAX_RATIONALE_CHARS,
+        description="Why the case has its label, in the labeller's words (needs `label`). "
+        "`judge tune` shows the optimizer the rationales of the train cases a prompt gets "
+        "wrong, and few-shot examples carry them.",
+    )
     group: str | None = Field(None, description="Grouping key (e.g. the pair or task the case comes from).")
     tags: list[str] = Field(default_factory=list, description="Free-form tags for per-tag breakdowns.")
     recorded: RecordedVerdict | None = Field(
@@ -80,6 +89,8 @@ class Case(BaseModel):
     def _one_transcript(self) -> Case:
         if self.transcript is not None and self.transcript_path is not None:
             raise ValueError("give either `transcript` or `transcript_path`, not both")
+        if self.rationale is not None and self.label is None:
+            raise ValueError("`rationale` explains a label: give `label` too")
         return self
 
 

@@ -55,7 +55,9 @@ class LLMJudge:
     and key; the loop's clients are closed when it shuts down
     (:mod:`judge.llm.providers.pool`). ``text_tools`` recognises tool calls the model
     writes as text (default: on unless ``JUDGE_TEXT_TOOL_CALLS=0`` in ``env``);
-    ``observer`` sees each judgement's :class:`JudgementTrace` (benchmarks, tests).
+    ``observer`` sees each judgement's :class:`JudgementTrace` (benchmarks, tests);
+    ``wrap`` wraps each judgement's provider (the money and call limits of ``judge eval``
+    and ``judge tune``: one wrapper per judgement, so per-request hooks are never shared).
     """
 
     def __init__(
@@ -67,8 +69,10 @@ class LLMJudge:
         grep_seconds: float = GREP_SECONDS,
         text_tools: bool | None = None,
         observer: TraceObserver | None = None,
+        wrap: Callable[[Provider], Provider] | None = None,
     ) -> None:
         self.provider_for = provider_for
+        self.wrap = wrap
         self.env = env
         self.text_tools = text_tools
         self.observer = observer
@@ -155,7 +159,9 @@ class LLMJudge:
             options["evidence"] = EvidenceCheck(tools, reasonless_allows=stop)
         try:
             if self.provider_for is not None:
-                return await run_judgement(self.provider_for(model), prompt, tools, deadline, **options)
+                return await run_judgement(
+                    self._wrapped(self.provider_for(model)), prompt, tools, deadline, **options
+                )
             if model.provider in ("openai", "anthropic") and model.provider not in _imported:
                 # A first SDK import takes seconds: keep it off the event loop. (Not
                 # ``sys.modules``: a module is there from the moment its import starts.)
@@ -164,7 +170,7 @@ class LLMJudge:
                 await asyncio.to_thread(importlib.import_module, model.provider)
                 _imported.add(model.provider)
             async with leased_provider(model, env, request.base_dir) as provider:
-                return await run_judgement(provider, prompt, tools, deadline, **options)
+                return await run_judgement(self._wrapped(provider), prompt, tools, deadline, **options)
         except HookError as exc:
             if exc.usage is None and trace.requests:  # answered, but no usable verdict: still paid
                 exc.usage = Usage(inputTokens=trace.input_tokens, outputTokens=trace.output_tokens)
@@ -172,3 +178,6 @@ class LLMJudge:
         finally:
             if self.observer is not None:
                 self.observer(request, trace)
+
+    def _wrapped(self, provider: Provider) -> Provider:
+        return provider if self.wrap is None else self.wrap(provider)

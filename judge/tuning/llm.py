@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from judge.errors import HookError
+from judge.evaluation.spending import Metered, UsdLimit
 from judge.llm.providers.base import Message, Provider
 from judge.llm.retry import call_with_retries
 from judge.llm.tiers import ResolvedModel, resolve_model
 from judge.tuning.call_budget import CallBudget
-from judge.tuning.measure import BudgetedProvider
 
 SYSTEM = (
     "You are an expert prompt engineer. You improve the prompts of LLM judges that check "
@@ -55,12 +55,14 @@ def optimizer_llm(
     model: str,
     budget: CallBudget,
     *,
+    usd: UsdLimit | None = None,
     models: Mapping[str, str] | None = None,
     base_dir: Path | None = None,
     env: Mapping[str, str] | None = None,
     make: Any = None,
 ) -> tuple[ProviderLLM, ResolvedModel]:
-    """The budgeted optimizer LLM for ``model``; ``make`` replaces the provider factory (tests).
+    """The optimizer LLM for ``model``, its requests counted against ``budget`` (and priced
+    against ``usd``); ``make`` replaces the provider factory (tests).
 
     Raises :class:`HookError` for an unknown model or a missing API key.
     """
@@ -78,4 +80,4 @@ def optimizer_llm(
         inner = make_provider(resolved, {**env, "JUDGE_STRUCTURED_OUTPUT": "0"}, base_dir)
         if hasattr(inner, "stop_sequences"):
             inner.stop_sequences = ()  # a proposed prompt may hold blank lines: no early stop
-    return ProviderLLM(BudgetedProvider(inner, budget)), resolved
+    return ProviderLLM(Metered(inner, usd, budget.take)), resolved

@@ -11,97 +11,44 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from judge.config import Config, Hook, HookSet
 from judge.errors import JudgeError
+from judge.evaluation.cache import JudgementCache
 from judge.evaluation.runner import CaseResult, run_cases
+from judge.evaluation.spending import Metered, UsdLimit
 from judge.evaluation.stats import balanced_accuracy, flip_rate, majority_vote
 from judge.evaluation.suite import Case
 from judge.hooks.judging import PromptJudge
-from judge.llm.providers.base import Completion, Message, Provider, ToolChoice, ToolSpec
+from judge.llm.providers.base import Provider
 from judge.llm.tiers import ResolvedModel
 from judge.tuning.call_budget import CallBudget
-from judge.tuning.optimizer import ItemOutcome, SplitEval
+from judge.tuning.candidates import ItemOutcome, SplitEval
+from judge.tuning.objective import Objective
 from judge.tuning.splits import Split
 
 DESCRIBE_CHARS = 1500
 
 
-class BudgetedProvider:
-    """A provider whose every request takes one call from ``budget`` first. An SDK
-    provider charges each HTTP request, so the requests it sends again without a feature
-    the server rejected count too; any other provider charges each completion."""
-
-    def __init__(self, inner: Provider, budget: CallBudget) -> None:
-        self.inner = inner
-        self.budget = budget
-        self.label = inner.label
-        self._per_request = hasattr(inner, "before_request")
-        if self._per_request:
-            inner.before_request = budget.take  # type: ignore[attr-defined]
-
-    async def complete(
-        self,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        *,
-        tool_choice: ToolChoice = "auto",
-        timeout: float | None = None,
-    ) -> Completion:
-        if not self._per_request:
-            self.budget.take()
-        return await self.inner.complete(messages, tools, tool_choice=tool_choice, timeout=timeout)
-
-    async def aclose(self) -> None:
-        """Close the wrapped provider's connections (when it has any)."""
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
-
-
-class BudgetedProviders:
-    """A provider factory for :class:`judge.llm.judge.LLMJudge`: one budgeted provider per model."""
-
-    def __init__(
-        self,
-        budget: CallBudget,
-        base_dir: Path | None = None,
-        env: Mapping[str, str] | None = None,
-        make: Any = None,
-    ) -> None:
-        self.budget = budget
-        self.base_dir = base_dir
-        self.env = env
-        self.make = make
-        self._made: dict[str, BudgetedProvider] = {}
-
-    def __call__(self, model: ResolvedModel) -> Provider:
-        if model.label not in self._made:
-            if self.make is not None:
-                inner: Provider = self.make(model)
-            else:
-                from judge.llm.providers import make_provider
-
-                inner = make_provider(model, os.environ if self.env is None else self.env, self.base_dir)
-            self._made[model.label] = BudgetedProvider(inner, self.budget)
-        return self._made[model.label]
-
-    async def aclose(self) -> None:
-        for provider in self._made.values():
-            await provider.aclose()
-        self._made.clear()
-
-
-def budgeted_judge(providers: BudgetedProviders, env: Mapping[str, str] | None = None) -> PromptJudge:
-    """The LLM judge with every provider request counted against ``providers.budget``."""
+def budgeted_judge(
+    budget: CallBudget,
+    usd: UsdLimit | None = None,
+    env: Mapping[str, str] | None = None,
+    make: Callable[[ResolvedModel], Provider] | None = None,
+) -> PromptJudge:
+    """The LLM judge with every provider request counted against ``budget`` (and priced
+    against ``usd``). ``make`` replaces the providers the environment would give (tests);
+    otherwise each judgement leases its own provider on the shared clients, so the
+    per-request hooks of one judgement are never another's."""
     from judge.llm.judge import LLMJudge
 
-    judge: PromptJudge = LLMJudge(provider_for=providers, env=env)
+    judge: PromptJudge = LLMJudge(
+        provider_for=make, env=env, wrap=lambda provider: Metered(provider, usd, budget.take)
+    )
     return judge
 
 
@@ -176,7 +123,9 @@ def summary_metrics(results: Sequence[CaseResult], items: Sequence[ItemOutcome])
 def tuned_config(config: Config, event: str, hook: Hook, prompt: str) -> Config:
     """A config holding only ``hook`` (for ``event``) with ``prompt`` in place."""
     hooks = HookSet.model_validate({event: [hook.model_copy(update={"prompt": prompt})]})
-    return Config(name=config.name, hooks=hooks, models=config.models, base_dir=config.base_dir)
+    return Config(
+        name=config.name, hooks=hooks, models=config.models, prices=config.prices, base_dir=config.base_dir
+    )
 
 
 def describe_case(case: Case, limit: int = DESCRIBE_CHARS) -> str:
@@ -194,8 +143,25 @@ def describe_case(case: Case, limit: int = DESCRIBE_CHARS) -> str:
     return out
 
 
+def spend(results: Sequence[CaseResult]) -> dict[str, float | None]:
+    """Per judgement: ``usd`` (None unless every answered judgement is priced), ``tokens``,
+    and ``latency_ms`` over the judgements not served from the cache (None when all were)."""
+    answered = [r for r in results if r.error is None]
+    if not answered:
+        return {"usd": None, "tokens": None, "latency_ms": None}
+    costs = [r.cost_usd for r in answered]
+    usd = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs) / len(costs)
+    tokens = sum(r.usage.input_tokens + r.usage.output_tokens for r in answered) / len(answered)
+    fresh = [r.duration_ms for r in answered if not r.cached]
+    return {"usd": usd, "tokens": tokens, "latency_ms": sum(fresh) / len(fresh) if fresh else None}
+
+
 class SuiteEvaluator:
-    """Measures prompts for one hook on the splits of a labelled suite."""
+    """Measures prompts for one hook on the splits of a labelled suite.
+
+    ``refusals`` counts the requests the budgets refused (a measurement during which it
+    grew is incomplete); ``cache`` serves judgements already made (``--cache``).
+    """
 
     def __init__(
         self,
@@ -210,6 +176,9 @@ class SuiteEvaluator:
         budget: CallBudget,
         repeats: int = 1,
         concurrency: int = 8,
+        objective: Objective | None = None,
+        cache: JudgementCache | None = None,
+        refusals: Callable[[], int] | None = None,
     ) -> None:
         self.config = config
         self.event = event
@@ -221,6 +190,9 @@ class SuiteEvaluator:
         self.budget = budget
         self.repeats = repeats
         self.concurrency = concurrency
+        self.objective = objective or Objective()
+        self.cache = cache
+        self.refusals = refusals or (lambda: budget.refused)
         self.labels = {c.id: c.label for c in cases}
         self.results: dict[tuple[str, str], list[CaseResult]] = {}
         self._baseline_checked = False
@@ -236,6 +208,9 @@ class SuiteEvaluator:
         in how much of the transcript they make the judge read); 1 before any."""
         return max(self.rates, default=1.0)
 
+    def case(self, item_id: str) -> Case:
+        return self.by_id[item_id]
+
     def cost(self, split: str) -> int:
         """The calls measuring a prompt on ``split`` takes, at :meth:`calls_per_judgement`."""
         return math.ceil(len(self.split.ids(split)) * self.repeats * self.calls_per_judgement())
@@ -244,8 +219,8 @@ class SuiteEvaluator:
         return describe_case(self.by_id[item_id])
 
     async def run(self, prompt: str, split: str) -> tuple[list[CaseResult], bool]:
-        """Raw results of ``prompt`` on ``split`` and whether the budget let it finish."""
-        refused, used = self.budget.refused, self.budget.used
+        """Raw results of ``prompt`` on ``split`` and whether the budgets let it finish."""
+        refused, used = self.refusals(), self.budget.used
         results = await run_cases(
             tuned_config(self.config, self.event, self.hook, prompt),
             self.event,
@@ -254,8 +229,9 @@ class SuiteEvaluator:
             repeats=self.repeats,
             concurrency=self.concurrency,
             judge=self.judge,
+            cache=self.cache,
         )
-        complete = self.budget.refused == refused
+        complete = self.refusals() == refused
         if complete and results:
             self.rates.append(max(1.0, (self.budget.used - used) / len(results)))
         return results, complete
@@ -269,10 +245,14 @@ class SuiteEvaluator:
             self._baseline_checked = True
         self.results[(prompt, split)] = results
         items = outcomes(results, self.labels)
+        costs = spend(results)
         return SplitEval(
             split=split,
             items=items,
-            score=score(items),
+            score=self.objective.score(items),
             metrics=summary_metrics(results, items) if complete else {},
             complete=complete,
+            usd=costs["usd"],
+            tokens=costs["tokens"],
+            latency_ms=costs["latency_ms"],
         )

@@ -10,24 +10,25 @@ significant at 5 %.
 from __future__ import annotations
 
 import difflib
-import html
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from judge.evaluation.stats import wilson_interval
-from judge.tuning.optimizer import Candidate, SplitEval
+from judge.tuning.candidates import Candidate, SplitEval
+from judge.tuning.sections import candidates_html, frontier_html, lineage_html
+from judge.tuning.sections import esc as _e
+from judge.tuning.sections import pct as _pct
+from judge.tuning.sections import table as _table
 from judge.tuning.stats import ItemPair, PairedComparison
 
 if TYPE_CHECKING:
-    from judge.tuning.tuner import CompareOutcome, TuneOutcome
+    from judge.tuning.compare import CompareOutcome
+    from judge.tuning.tuner import TuneOutcome
 
 #: The only words with which a report claims an improvement (tests look for them).
 CLAIM = "is better on the held-out test split"
 ALPHA = 0.05
 SMALL_TEST = 30
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def _ci_text(successes: int, n: int) -> str:
@@ -48,17 +49,22 @@ def headline(outcome: TuneOutcome) -> str:
         )
     c = outcome.comparison
     if c is None:
-        return "The test evaluation did not complete (call budget spent); no improvement can be claimed."
-    return comparison_sentence(c, "The tuned prompt", "the baseline")
+        return "The test evaluation did not complete (the budget is spent); no improvement can be claimed."
+    return comparison_sentence(c, "The tuned prompt", "the baseline", unit=outcome.unit)
 
 
 def comparison_sentence(
-    c: PairedComparison, b_name: str, a_name: str, where: str = "on the held-out test split"
+    c: PairedComparison,
+    b_name: str,
+    a_name: str,
+    where: str = "on the held-out test split",
+    unit: str = "item",
 ) -> str:
-    """What a paired comparison shows, in one sentence (B against A, ``where``)."""
+    """What a paired comparison shows, in one sentence (B against A, ``where``); ``unit``:
+    what was compared (``item``, or ``pair`` for the pairwise objective)."""
     fixed, broke = len(c.improved), len(c.regressed)
     detail = (
-        f"accuracy {_pct(c.accuracy_a)} → {_pct(c.accuracy_b)} on {c.n} items; "
+        f"{unit} accuracy {_pct(c.accuracy_a)} → {_pct(c.accuracy_b)} on {c.n} {unit}s; "
         f"fixed {fixed}, broke {broke}; exact McNemar p = {c.p_value:.3g}"
     )
     if fixed > broke and c.p_value < ALPHA:
@@ -112,18 +118,38 @@ def warnings(outcome: TuneOutcome) -> list[str]:
             "dev score is optimistic (selection overfits dev). Judge it by the test numbers only."
         )
     if outcome.stopped == "budget":
-        out.append("The search stopped early: the call budget (--max-calls) ran out.")
+        out.append(f"The search stopped early: the budget ({outcome.limit or '--max-calls'}) ran out.")
     elif outcome.stopped.startswith("optimizer error"):
         out.append(f"The search stopped early: {outcome.stopped}.")
     for ev in outcome.test.values():
         if not ev.complete:
-            out.append("The test evaluation was cut short by the call budget.")
+            flags = [f for f, v in (("--max-calls", outcome.max_calls), ("--max-usd", outcome.max_usd)) if v]
+            out.append(f"The test evaluation was cut short by the budget ({' / '.join(flags)}).")
             break
+    out += _floor_warnings(outcome)
     undecided = {cid: sum(1 for i in ev.items if i.decision is None) for cid, ev in outcome.test.items()}
     if any(undecided.values()):
         out.append(
             "Some test items got no decision (errors or tied repeats) and count as misses: "
             + ", ".join(f"{cid}: {n}" for cid, n in undecided.items() if n)
+        )
+    return out
+
+
+def _floor_warnings(outcome: TuneOutcome) -> list[str]:
+    """Precision floors the winner missed on dev (no prompt met them) or on test."""
+    win = outcome.winner
+    out = []
+    if win.feasible.get("dev") is False:
+        out.append(
+            "No prompt met the precision floor(s) on dev; the winner is the one closest to them "
+            f"({outcome.objective})."
+        )
+    if win.feasible.get("test") is False:
+        test = win.metrics.get("test", {})
+        out.append(
+            f"On test the winner misses a precision floor ({outcome.objective}): block precision "
+            f"{_pct(test.get('blockPrecision'))}, allow precision {_pct(test.get('allowPrecision'))}."
         )
     return out
 
@@ -143,16 +169,6 @@ pre { background: #f7f7f7; padding: 0.8rem; white-space: pre-wrap; border: 1px s
 """
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
 def _split_row(name: str, ev: SplitEval) -> list[Any]:
     labelled = [i for i in ev.items if i.label is not None]
     n = len(labelled)
@@ -162,11 +178,13 @@ def _split_row(name: str, ev: SplitEval) -> list[Any]:
     false_block = sum(1 for i in allow if i.decision != "allow")
     false_pass = sum(1 for i in block if i.decision != "block")
     flip = ev.metrics.get("itemFlipRate")
+    blocked = [i for i in labelled if i.decision == "block"]
     return [
         name,
         n,
         _ci_text(right, n),
         _pct(ev.score),
+        _ci_text(sum(1 for i in blocked if i.label == "block"), len(blocked)),
         _ci_text(false_block, len(allow)),
         _ci_text(false_pass, len(block)),
         "n/a" if flip is None else _pct(flip),
@@ -178,7 +196,8 @@ SPLIT_HEADERS = [
     "prompt",
     "items",
     "accuracy [95% Wilson]",
-    "balanced accuracy",
+    "objective",
+    "block precision [95%]",
     "false blocks (of allow) [95%]",
     "false passes (of block) [95%]",
     "flip rate",
@@ -186,11 +205,15 @@ SPLIT_HEADERS = [
 ]
 
 
-def _flips_html(c: PairedComparison, a_name: str, b_name: str) -> str:
-    def rows(items: list[ItemPair]) -> list[list[Any]]:
-        return [[i.id, i.label, i.a or "none", i.b or "none"] for i in items]
+def _flips_html(
+    c: PairedComparison, a_name: str, b_name: str, rationales: Mapping[str, str] | None = None
+) -> str:
+    why = rationales or {}
 
-    headers = ["item", "label", a_name, b_name]
+    def rows(items: list[ItemPair]) -> list[list[Any]]:
+        return [[i.id, i.label, i.a or "none", i.b or "none", why.get(i.id, "")] for i in items]
+
+    headers = ["item", "label", a_name, b_name, "people's rationale"]
     out = f"<h3>Fixed by {_e(b_name)} ({len(c.improved)})</h3>"
     out += _table(headers, rows(c.improved)) if c.improved else "<p class='note'>none</p>"
     out += f"<h3>Broken by {_e(b_name)} ({len(c.regressed)})</h3>"
@@ -216,62 +239,72 @@ def _score(c: Candidate, split: str) -> str:
     return _pct(c.scores.get(split))
 
 
-def render_tune_report(outcome: TuneOutcome) -> str:
+def _test_html(outcome: TuneOutcome) -> str:
     base, win = outcome.baseline, outcome.winner
-    parts = [f"<p class='headline'>{_e(headline(outcome))}</p>"]
-    parts += [f"<div class='warn'>{_e(w)}</div>" for w in warnings(outcome)]
-    parts.append(f"<h2>Held-out test split ({len(outcome.split.test)} items, used once)</h2>")
-    if outcome.test:
-        rows = [_split_row(f"baseline ({base.id})", outcome.test[base.id])]
-        if win.id != base.id:
-            rows.append(_split_row(f"winner ({win.id})", outcome.test[win.id]))
-        parts.append(_table(SPLIT_HEADERS, rows))
-        if outcome.comparison is not None and win.id != base.id:
-            parts.append("<h3>Paired comparison on test</h3>" + _mcnemar_html(outcome.comparison))
-            parts.append(_flips_html(outcome.comparison, "baseline", "winner"))
-    else:
-        parts.append("<p class='note'>No test split.</p>")
-    parts.append(
-        "<h2>Selection splits (not evidence of improvement)</h2><p class='note'>The winner was "
-        "selected by its dev score and edits were derived from train mistakes; these numbers are "
-        "optimistic for the winner.</p>"
-    )
-    parts.append(
-        _table(
-            ["prompt", "train balanced accuracy", "dev balanced accuracy"],
-            [
-                [f"baseline ({base.id})", _score(base, "train"), _score(base, "dev")],
-                [f"winner ({win.id})", _score(win, "train"), _score(win, "dev")],
-            ],
-        )
-    )
-    parts.append("<h2>Prompts</h2><h3>Baseline</h3><pre>" + _e(base.prompt) + "</pre>")
+    if not outcome.test:
+        return "<p class='note'>No test split.</p>"
+    rows = [_split_row(f"baseline ({base.id})", outcome.test[base.id])]
+    if win.id != base.id:
+        rows.append(_split_row(f"winner ({win.id})", outcome.test[win.id]))
+    out = _table(SPLIT_HEADERS, rows)
+    if outcome.comparison is not None and win.id != base.id:
+        out += f"<h3>Paired comparison on test ({_e(outcome.unit)}s)</h3>" + _mcnemar_html(outcome.comparison)
+        out += _flips_html(outcome.comparison, "baseline", "winner", outcome.rationales)
+    return out
+
+
+def _prompts_html(base: Candidate, win: Candidate) -> str:
+    out = "<h2>Prompts</h2><h3>Baseline</h3><pre>" + _e(base.prompt) + "</pre>"
     if win.id != base.id:
         diff = "\n".join(
             difflib.unified_diff(
                 base.prompt.splitlines(), win.prompt.splitlines(), "baseline", win.id, lineterm=""
             )
         )
-        parts.append(
-            f"<h3>Winner ({_e(win.id)})</h3><pre>{_e(win.prompt)}</pre><h3>Diff</h3><pre>{_e(diff)}</pre>"
-        )
-    parts.append("<h2>Candidates</h2>")
+        out += f"<h3>Winner ({_e(win.id)})</h3><pre>{_e(win.prompt)}</pre><h3>Diff</h3><pre>{_e(diff)}</pre>"
+    return out
+
+
+def _footer(outcome: TuneOutcome) -> str:
+    budget = f" of {outcome.max_calls}" if outcome.max_calls is not None else ""
+    money = ""
+    if outcome.max_usd is not None:
+        money = f" Spent ${outcome.spent_usd or 0:.4f} of --max-usd {outcome.max_usd:g}."
+    return (
+        f"<p class='note'>Objective: {_e(outcome.objective)}. Split (seed {outcome.split.seed}): train "
+        f"{len(outcome.split.train)}, dev {len(outcome.split.dev)}, test {len(outcome.split.test)} items. "
+        f"LLM calls: {outcome.calls}{budget}.{money} Optimizer model: {_e(outcome.optimizer_model)}. "
+        f"Stopped: {_e(outcome.stopped)}.</p>"
+    )
+
+
+def render_tune_report(outcome: TuneOutcome) -> str:
+    base, win = outcome.baseline, outcome.winner
+    parts = [f"<p class='headline'>{_e(headline(outcome))}</p>"]
+    parts += [f"<div class='warn'>{_e(w)}</div>" for w in warnings(outcome)]
+    parts.append(f"<h2>Held-out test split ({len(outcome.split.test)} items, used once)</h2>")
+    parts.append(_test_html(outcome))
+    parts.append(
+        "<h2>Selection splits (not evidence of improvement)</h2><p class='note'>The winner was "
+        "selected by its dev score and edits were derived from train mistakes; these numbers are "
+        f"optimistic for the winner. Objective: {_e(outcome.objective)}.</p>"
+    )
     parts.append(
         _table(
-            ["id", "round", "parent", "status", "train", "dev", "note"],
+            ["prompt", "train objective", "dev objective"],
             [
-                [c.id, c.round, c.parent or "", c.status, _score(c, "train"), _score(c, "dev"), c.note or ""]
-                for c in outcome.candidates
+                [f"baseline ({base.id})", _score(base, "train"), _score(base, "dev")],
+                [f"winner ({win.id})", _score(win, "train"), _score(win, "dev")],
             ],
         )
     )
-    budget = f" of {outcome.max_calls}" if outcome.max_calls is not None else ""
+    parts.append("<h3>The Pareto frontier of dev</h3>" + frontier_html(outcome.candidates, win))
     parts.append(
-        f"<p class='note'>Split (seed {outcome.split.seed}): train {len(outcome.split.train)}, dev "
-        f"{len(outcome.split.dev)}, test {len(outcome.split.test)} items. "
-        f"LLM calls: {outcome.calls}{budget}. "
-        f"Optimizer model: {_e(outcome.optimizer_model)}. Stopped: {_e(outcome.stopped)}.</p>"
+        "<h3>How the winner came about</h3>" + lineage_html(outcome.candidates, win, outcome.rationales)
     )
+    parts.append(_prompts_html(base, win))
+    parts.append("<h2>Candidates</h2>" + candidates_html(outcome.candidates))
+    parts.append(_footer(outcome))
     return _page(f"judge tune — {outcome.suite} — {outcome.event}:{outcome.index}", "".join(parts))
 
 

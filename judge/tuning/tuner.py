@@ -1,69 +1,37 @@
 """``judge tune``: split a labelled suite, search for a better prompt, report on test.
 
-The flow: pick the prompt hook (``EVENT:INDEX``), split the labelled cases into
-train/dev/test by group, run the optimizer on train and dev only, then measure the
-baseline and the winner once on test and write:
-
-* ``DIR/candidates.jsonl`` — every prompt tried: round, parent, status, metrics per split
-  (test only for the baseline and the winner);
-* ``DIR/best.yaml`` — the suite's config with the winning prompt in place;
-* ``DIR/report.html`` — baseline against winner on test (Wilson intervals, McNemar);
-* ``DIR/splits.json`` and ``DIR/summary.json`` — the split and the outcome, for scripts.
+The flow: check the run (:func:`judge.tuning.plan.plan_tune`: the prompt hook
+``EVENT:INDEX``, the split by group, the objective, the optimizer template), run the
+search on train and dev only (:mod:`judge.tuning.optimizer`) under the call and money
+budgets, then measure the baseline and the winner once on test and write the files of
+:mod:`judge.tuning.outputs`. The paired test comparison is over the objective's units:
+items, or pairs for ``--objective pairwise``.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from judge.config import Config, Hook, parse_document
-from judge.errors import JudgeError
-from judge.evaluation.runner import CaseResult, run_cases
-from judge.evaluation.suite import Case, Suite, resolve_path
-from judge.files import read_text
-from judge.hooks.judging import PromptJudge
-from judge.tuning.call_budget import CallBudget
+from judge.evaluation.cache import JudgementCache
+from judge.evaluation.runner import CaseResult
+from judge.evaluation.spending import UsdLimit, config_prices
+from judge.evaluation.suite import Suite
+from judge.pricing import price_for
+from judge.tuning.call_budget import BudgetError, CallBudget
+from judge.tuning.candidates import Candidate, SplitEval
 from judge.tuning.llm import ProviderLLM, optimizer_llm
-from judge.tuning.measure import (
-    BudgetedProviders,
-    SuiteEvaluator,
-    budgeted_judge,
-    outcomes,
-    require_a_verdict,
-)
-from judge.tuning.optimizer import Candidate, ItemOutcome, Optimizer, OptimizerSettings, SplitEval
+from judge.tuning.measure import SuiteEvaluator, budgeted_judge
+from judge.tuning.money import SAFETY, Money
+from judge.tuning.objective import Objective
+from judge.tuning.optimizer import Optimizer, OptimizeResult, OptimizerSettings, per_judgement
+from judge.tuning.plan import TuneError, TuneOptions, TunePlan, plan_tune
 from judge.tuning.report import SMALL_TEST
-from judge.tuning.splits import Split, parse_split, split_items
+from judge.tuning.splits import Split
 from judge.tuning.stats import ItemPair, PairedComparison, compare_paired
 
 Log = Callable[[str], None]
-_HOOK_REF = re.compile(r"^([A-Za-z]+):(\d+)$")
-
-
-class TuneError(JudgeError):
-    """The tuning run cannot start (bad hook reference, no labels, too small a budget...)."""
-
-
-@dataclass
-class TuneOptions:
-    out: Path
-    hook: str | None = None
-    rounds: int = 3
-    beam: int = 3
-    edits: int = 3
-    examples: int = 6
-    max_calls: int | None = None
-    repeats: int | None = None
-    seed: int = 0
-    split: str = "20/40/40"
-    optimizer_model: str = "Reasoning"
-    concurrency: int = 8
 
 
 @dataclass
@@ -85,78 +53,89 @@ class TuneOutcome:
     #: LLM calls one judgement took (the most of any measurement)
     calls_per_judgement: float = 1.0
     repeats: int = 1
+    objective: str = "balanced accuracy"
+    #: What the test comparison counts: ``item`` or ``pair``.
+    unit: str = "item"
+    #: Which budget stopped the search (``--max-calls`` / ``--max-usd``), when one did.
+    limit: str | None = None
+    max_usd: float | None = None
+    spent_usd: float | None = None
+    #: The test judgements per candidate measured there (a calibration record's input).
+    test_results: dict[str, list[CaseResult]] = field(default_factory=dict)
+    #: The labelled cases' rationales, by id (the report shows them).
+    rationales: dict[str, str] = field(default_factory=dict)
 
 
-def pick_hook(suite: Suite, ref: str | None) -> tuple[str, int, Hook]:
-    """The prompt hook to tune: ``EVENT:INDEX`` (agent level), or the only prompt hook."""
-    if ref is None:
-        prompts = [
-            (i, h) for i, h in enumerate(suite.config.hooks.for_event(suite.event)) if h.type == "prompt"
+def paired_units(a: SplitEval, b: SplitEval, objective: Objective) -> list[ItemPair]:
+    """A and B on the objective's units: items (decisions), or pairs (right / wrong)."""
+    if objective.name != "pairwise":
+        by_id = {i.id: i for i in b.items}
+        return [
+            ItemPair(id=i.id, label=i.label, a=i.decision, b=by_id[i.id].decision)
+            for i in a.items
+            if i.id in by_id
         ]
-        if len(prompts) != 1:
-            raise TuneError(
-                f"--hook EVENT:INDEX is required: the config has {len(prompts)} prompt hook(s) "
-                f"for {suite.event}"
-            )
-        return suite.event, prompts[0][0], prompts[0][1]
-    match = _HOOK_REF.match(ref.strip())
-    if not match:
-        raise TuneError(f"--hook must look like EVENT:INDEX (e.g. Stop:0), got {ref!r}")
-    event, index = match.group(1), int(match.group(2))
-    if event != suite.event:
-        raise TuneError(f"--hook {ref}: the suite's cases are {suite.event} events, not {event}")
-    hooks = suite.config.hooks.for_event(event)
-    if index >= len(hooks):
-        raise TuneError(f"--hook {ref}: the config has {len(hooks)} agent-level {event} hook(s)")
-    hook = hooks[index]
-    if hook.type != "prompt":
-        raise TuneError(f"--hook {ref}: hooks.{event}[{index}] is a command hook; only prompts can be tuned")
-    return event, index, hook
+    ua, ub = objective.units(a.items), objective.units(b.items)
+    word = {True: "right", False: "wrong"}
+    return [ItemPair(id=u, label="right", a=word[ua[u]], b=word[ub[u]]) for u in ua if u in ub]
 
 
-def suite_config_path(suite: Suite) -> Path:
-    """The hook config file the suite names."""
-    data = yaml.safe_load(read_text(suite.path, "suite file"))
-    return resolve_path(suite.base_dir, str(data["config"]))
+def _prices_problem(
+    plan: TunePlan, suite: Suite, options: TuneOptions, env: Mapping[str, str] | None
+) -> None:
+    """``--max-usd`` needs a price for every model it limits."""
+    from judge.evaluation.spending import unpriced_models
+    from judge.llm.tiers import model_label
+
+    prices = config_prices(suite.config, env)
+    missing = unpriced_models(suite.config, plan.event, prices, env)
+    if options.rounds:
+        try:
+            label = model_label(options.optimizer_model, suite.config.models, env)
+        except ValueError:
+            label = None  # reported when the optimizer is made
+        if label is not None and price_for(label, prices) is None:
+            missing.append(label)
+    if missing:
+        raise TuneError(
+            f"--max-usd: no price for {', '.join(missing)}: set one under prices: in the config "
+            "(or JUDGE_PRICES), so what it spends can be limited"
+        )
 
 
-def config_with_prompt(path: Path, event: str, index: int, prompt: str) -> dict[str, Any]:
-    """The config document at ``path`` (either form) with ``hooks.EVENT[INDEX].prompt`` replaced."""
-    data = parse_document(read_text(path, "config file"), str(path))
-    hooks = data["spec"]["hooks"] if isinstance(data.get("spec"), dict) else data["hooks"]
-    hooks[event][index]["prompt"] = prompt
-    assert isinstance(data, dict)
-    return data
+async def _money(
+    limit: UsdLimit, suite: Suite, options: TuneOptions, plan: TunePlan, env: Mapping[str, str] | None
+) -> Money:
+    """The money plan, refused up front when the baseline and the test share cannot fit."""
+    from judge.tuning.estimate import baseline_costs
+
+    costs = await baseline_costs(suite, options, plan, env)
+    test = len(plan.split.test) * plan.repeats
+    plan_money = Money(limit, test, costs.per_judgement, costs.per_request, costs.optimizer)
+    need = costs.baseline_usd + 2 * test * costs.per_judgement * SAFETY  # the baseline, then the test share
+    if need > limit.max_usd:
+        raise BudgetError(
+            f"--max-usd {limit.max_usd:g} is too small: measuring the baseline on train and dev and the "
+            f"final test evaluation are estimated at ${need:.4f} (see judge tune --estimate)"
+        )
+    return plan_money
 
 
-class _BlockDumper(yaml.SafeDumper):
-    pass
-
-
-def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_BlockDumper.add_representer(str, _str_presenter)
-
-
-def dump_yaml(data: Any) -> str:
-    """YAML with multi-line strings (prompts) as literal blocks."""
-    return yaml.dump(data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=110)
-
-
-def labelled_cases(suite: Suite) -> list[Case]:
-    return [c for c in suite.cases if c.label is not None]
-
-
-def _pairs(a: SplitEval, b: SplitEval) -> list[ItemPair]:
-    by_id = {i.id: i for i in b.items}
-    return [
-        ItemPair(id=i.id, label=i.label, a=i.decision, b=by_id[i.id].decision)
-        for i in a.items
-        if i.id in by_id
-    ]
+async def _test(
+    outcome: TuneOutcome, evaluator: SuiteEvaluator, result: OptimizeResult, plan: TunePlan
+) -> None:
+    """Measure the baseline and the winner on test (once) and compare them."""
+    for cand in {result.baseline.id: result.baseline, result.winner.id: result.winner}.values():
+        ev = await evaluator.evaluate(cand.prompt, "test")
+        outcome.test[cand.id] = ev
+        outcome.test_results[cand.id] = evaluator.results[(cand.prompt, "test")]
+        cand.scores["test"] = ev.score if ev.complete else None
+        cand.feasible["test"] = plan.objective.shortfall(ev.items) == 0
+        cand.metrics["test"] = ev.metrics | per_judgement(ev, plan.objective)
+    a = outcome.test[result.baseline.id]
+    b = outcome.test[result.winner.id]
+    if a.complete and b.complete:
+        outcome.comparison = compare_paired(paired_units(a, b, plan.objective))
 
 
 async def tune(
@@ -174,27 +153,11 @@ async def tune(
     providers the environment would give (tests). Raises :class:`TuneError` (or a
     :class:`JudgeError`) when the run cannot start.
     """
+    from judge.tuning.outputs import write_outputs
+
     say: Log = log or (lambda _m: None)
-    event, index, hook = pick_hook(suite, options.hook)
-    if options.rounds < 0 or options.beam < 1 or options.edits < 1:
-        raise TuneError("--rounds must be >= 0 and --beam >= 1")
-    if options.concurrency < 1:
-        raise TuneError("--concurrency must be at least 1")
-    repeats = options.repeats or suite.repeats
-    if repeats < 1:
-        raise TuneError("--repeats must be at least 1")
-    cases = labelled_cases(suite)
-    if len(cases) < len(suite.cases):
-        say(f"{len(suite.cases) - len(cases)} unlabelled case(s) are left out")
-    if not cases:
-        raise TuneError(f"{suite.path}: no labelled cases; tuning needs cases with label allow/block")
-    split = split_items(cases, parse_split(options.split), options.seed)
-    for name in ("train", "dev"):
-        if not split.ids(name):
-            raise TuneError(
-                f"the {name} split is empty ({len(cases)} labelled case(s) in "
-                f"{len({c.group or c.id for c in cases})} group(s)); label more cases"
-            )
+    plan = plan_tune(suite, options, say)
+    split = plan.split
     say(
         f"split (seed {options.seed}): train {len(split.train)}, dev {len(split.dev)}, test {len(split.test)}"
     )
@@ -204,35 +167,45 @@ async def tune(
             "large differences can be significant; label more cases before trusting a change"
         )
     budget = CallBudget(options.max_calls)
-    providers = BudgetedProviders(budget, suite.config.base_dir, env, judge_make)
-    judge: PromptJudge = budgeted_judge(providers, env)
+    usd = None
+    if options.max_usd is not None:
+        _prices_problem(plan, suite, options, env)
+        usd = UsdLimit(options.max_usd, config_prices(suite.config, env))
+
+    def refusals() -> int:
+        return budget.refused + (0 if usd is None else usd.refused)
+
+    cache = JudgementCache(options.cache) if options.cache is not None else None
     evaluator = SuiteEvaluator(
         suite.config,
-        event,
-        hook,
-        cases,
+        plan.event,
+        plan.hook,
+        plan.cases,
         split,
         base_dir=suite.base_dir,
-        judge=judge,
+        judge=budgeted_judge(budget, usd, env, judge_make),
         budget=budget,
-        repeats=repeats,
+        repeats=plan.repeats,
         concurrency=options.concurrency,
+        objective=plan.objective,
+        cache=cache,
+        refusals=refusals,
     )
-    llm: ProviderLLM | _NoOptimizer
-    if options.rounds == 0:
-        # A baseline-only run never asks the optimizer: it needs no optimizer model or key.
-        llm, optimizer_label = _NoOptimizer(), "none (--rounds 0)"
-    else:
-        llm, resolved = optimizer_llm(
-            options.optimizer_model,
-            budget,
-            models=suite.config.models,
-            base_dir=suite.config.base_dir,
-            env=env,
-            make=optimizer_make,
-        )
-        optimizer_label = resolved.label
+    llm: ProviderLLM | _NoOptimizer = _NoOptimizer()
+    optimizer_label = "none (--rounds 0)"  # a baseline-only run needs no optimizer model or key
     try:
+        if options.rounds:
+            llm, resolved = optimizer_llm(
+                options.optimizer_model,
+                budget,
+                usd=usd,
+                models=suite.config.models,
+                base_dir=suite.config.base_dir,
+                env=env,
+                make=optimizer_make,
+            )
+            optimizer_label = resolved.label
+        money = None if usd is None else await _money(usd, suite, options, plan, env)
         settings = OptimizerSettings(
             rounds=options.rounds,
             beam=options.beam,
@@ -241,13 +214,20 @@ async def tune(
             seed=options.seed,
             # baseline and winner on test, at what a judgement has been seen to cost
             reserve=lambda: 2 * evaluator.cost("test"),
+            objective=plan.objective,
+            search="beam" if options.search == "beam" else "pareto",
+            demos=options.demos,
+            merges=options.merges,
+            template=plan.template,
         )
-        optimizer = Optimizer(hook.prompt or "", evaluator, llm, budget, settings, log=say)
+        optimizer = Optimizer(
+            plan.hook.prompt or "", evaluator, llm, budget, settings, log=say, money=money, refusals=refusals
+        )
         result = await optimizer.run()
         outcome = TuneOutcome(
             suite=suite.name,
-            event=event,
-            index=index,
+            event=plan.event,
+            index=plan.index,
             split=split,
             candidates=result.candidates,
             baseline=result.baseline,
@@ -256,24 +236,25 @@ async def tune(
             calls=0,
             max_calls=options.max_calls,
             optimizer_model=optimizer_label,
-            repeats=repeats,
+            repeats=plan.repeats,
+            objective=plan.objective.describe(),
+            unit="pair" if plan.objective.name == "pairwise" else "item",
+            limit=result.limit,
+            max_usd=options.max_usd,
+            rationales={c.id: c.rationale for c in plan.cases if c.rationale},
         )
+        if money is not None:
+            money.release()
         if split.test:
             say("measuring the baseline and the winner on the test split (once)")
-            for cand in {result.baseline.id: result.baseline, result.winner.id: result.winner}.values():
-                ev = await evaluator.evaluate(cand.prompt, "test")
-                outcome.test[cand.id] = ev
-                cand.scores["test"] = ev.score if ev.complete else None
-                cand.metrics["test"] = ev.metrics
-            a = outcome.test[result.baseline.id]
-            b = outcome.test[result.winner.id]
-            if a.complete and b.complete:
-                outcome.comparison = compare_paired(_pairs(a, b))
+            await _test(outcome, evaluator, result, plan)
     finally:
-        await providers.aclose()
         await llm.aclose()
+        if cache is not None:
+            cache.close()
     outcome.calls = budget.used
     outcome.calls_per_judgement = evaluator.calls_per_judgement()
+    outcome.spent_usd = None if usd is None else round(usd.spent, 6)
     write_outputs(outcome, suite, options.out)
     return outcome
 
@@ -288,125 +269,4 @@ class _NoOptimizer:
         return None
 
 
-def write_outputs(outcome: TuneOutcome, suite: Suite, out: Path) -> None:
-    from judge.tuning.report import render_tune_report
-
-    out.mkdir(parents=True, exist_ok=True)
-    winner_id = outcome.winner.id
-    with (out / "candidates.jsonl").open("w", encoding="utf-8") as fh:
-        for cand in outcome.candidates:
-            line = cand.model_dump()
-            line["winner"] = cand.id == winner_id
-            for metrics in line["metrics"].values():
-                metrics.pop("disagreements", None)
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-    best = config_with_prompt(suite_config_path(suite), outcome.event, outcome.index, outcome.winner.prompt)
-    (out / "best.yaml").write_text(dump_yaml(best), encoding="utf-8")
-    (out / "splits.json").write_text(outcome.split.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (out / "report.html").write_text(render_tune_report(outcome), encoding="utf-8")
-    (out / "summary.json").write_text(json.dumps(summary(outcome), indent=2) + "\n", encoding="utf-8")
-    outcome.files = {name: str(out / name) for name in ("candidates.jsonl", "best.yaml", "report.html")}
-
-
-def summary(outcome: TuneOutcome) -> dict[str, Any]:
-    """The outcome as JSON (``summary.json``)."""
-    from judge.tuning.report import headline
-
-    comparison = outcome.comparison
-    return {
-        "suite": outcome.suite,
-        "hook": f"{outcome.event}:{outcome.index}",
-        "baseline": outcome.baseline.id,
-        "winner": outcome.winner.id,
-        "stopped": outcome.stopped,
-        "calls": outcome.calls,
-        "maxCalls": outcome.max_calls,
-        "optimizerModel": outcome.optimizer_model,
-        "split": {name: len(outcome.split.ids(name)) for name in ("train", "dev", "test")},
-        "scores": {
-            "baseline": outcome.baseline.scores,
-            "winner": outcome.winner.scores,
-        },
-        "test": None
-        if comparison is None
-        else {
-            "n": comparison.n,
-            "accuracyBaseline": comparison.accuracy_a,
-            "accuracyWinner": comparison.accuracy_b,
-            "improved": [p.id for p in comparison.improved],
-            "regressed": [p.id for p in comparison.regressed],
-            "mcnemarP": comparison.p_value,
-        },
-        "headline": headline(outcome),
-    }
-
-
-# ---------------------------------------------------------------------------
-# judge tune --compare A B SUITE
-
-
-@dataclass
-class CompareOutcome:
-    suite: str
-    a: str
-    b: str
-    n: int
-    comparison: PairedComparison
-    metrics: dict[str, dict[str, Any]]
-    repeats: int
-
-
-async def compare_configs(
-    a: Config,
-    b: Config,
-    suite: Suite,
-    *,
-    names: tuple[str, str] = ("A", "B"),
-    repeats: int | None = None,
-    concurrency: int = 8,
-    judge: PromptJudge | None = None,
-) -> CompareOutcome:
-    """Judge the suite's labelled cases with both configs; the paired comparison."""
-    from judge.tuning.measure import summary_metrics
-
-    cases = labelled_cases(suite)
-    if not cases:
-        raise TuneError(f"{suite.path}: no labelled cases to compare on")
-    k = repeats or suite.repeats
-    labels = {c.id: c.label for c in cases}
-    evaluated: list[tuple[list[CaseResult], list[ItemOutcome]]] = []
-    for config in (a, b):
-        results = await run_cases(
-            config,
-            suite.event,
-            cases,
-            base_dir=suite.base_dir,
-            repeats=k,
-            concurrency=concurrency,
-            judge=judge,
-        )
-        require_a_verdict(results, f"{names[len(evaluated)]} on {suite.path}")
-        evaluated.append((results, outcomes(results, labels)))
-    (ra, ia), (rb, ib) = evaluated
-    by_b = {i.id: i for i in ib}
-    pairs = [ItemPair(id=i.id, label=i.label, a=i.decision, b=by_b[i.id].decision) for i in ia]
-    return CompareOutcome(
-        suite=suite.name,
-        a=names[0],
-        b=names[1],
-        n=len(cases),
-        comparison=compare_paired(pairs),
-        metrics={names[0]: summary_metrics(ra, ia), names[1]: summary_metrics(rb, ib)},
-        repeats=k,
-    )
-
-
-__all__ = [
-    "CompareOutcome",
-    "TuneError",
-    "TuneOptions",
-    "TuneOutcome",
-    "compare_configs",
-    "pick_hook",
-    "tune",
-]
+__all__ = ["TuneError", "TuneOptions", "TuneOutcome", "tune"]

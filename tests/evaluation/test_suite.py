@@ -44,6 +44,8 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
         json.dumps({"id": "gone", "context": {}, "transcript_path": "missing.txt"}),
         json.dumps({"id": "ctx", "context": {"stop_rejection_count": -1}}),
         json.dumps({"id": "extra", "context": {}, "lable": "allow"}),
+        json.dumps({"id": "why", "context": {}, "rationale": "no label to explain"}),
+        json.dumps({"id": "long", "context": {}, "label": "block", "rationale": "x" * 4001}),
         json.dumps(["a", "list"]),
         '{"id": "twice", "context": {}, "label": "allow", "label": "block"}',
         "[" * 100_000,
@@ -60,10 +62,12 @@ def test_bad_cases_are_reported_with_file_and_line(tmp_path: Path) -> None:
     assert "cases.jsonl:7: case 'gone': transcript_path not found: missing.txt" in text
     assert "cases.jsonl:8: case 'ctx': invalid context: stop_rejection_count" in text
     assert "cases.jsonl:9: lable: unknown key" in text
-    assert "cases.jsonl:10: each line must be a JSON object" in text
-    assert "cases.jsonl:11: duplicate key 'label'" in text
-    assert "cases.jsonl:12: malformed JSON: nested too deeply" in text
-    assert len(problems) == 10
+    assert "cases.jsonl:10: `rationale` explains a label: give `label` too" in text
+    assert "cases.jsonl:11: rationale: String should have at most 4000 characters" in text
+    assert "cases.jsonl:12: each line must be a JSON object" in text
+    assert "cases.jsonl:13: duplicate key 'label'" in text
+    assert "cases.jsonl:14: malformed JSON: nested too deeply" in text
+    assert len(problems) == 12
 
 
 def test_a_misspelt_case_key_or_label_names_the_one_meant(tmp_path: Path) -> None:

@@ -70,6 +70,41 @@ async def test_heuristic(answer, prompt, ok):
     assert (verdict.reason is None) is ok
 
 
+@pytest.mark.parametrize(
+    ("answer", "prompt", "ok"),
+    [
+        ("Refund is pending.", 'Is it done?\nBlock an answer that says "pending".', False),
+        ("Refund is paid.", 'Is it done?\nBlock an answer that says "pending".', True),
+        ("Next step for you: restart.", "Is it done?", False),  # "next step" looks unfinished
+        ("Next step for you: restart.", 'Allow an answer that says "next step for you".', True),
+        # a few-shot example's rationale states the same rule
+        ("It is PENDING.", 'People\'s decision: block. Why: it says "pending"', False),
+        ("I will pay it; pending.", 'Allow an answer that says "pending".', True),
+    ],
+)
+async def test_the_heuristic_obeys_phrase_rules_the_prompt_states(answer, prompt, ok):
+    verdict = await LLMJudge(env={}).evaluate(request(answer, prompt, "fake:heuristic"))
+    assert verdict.ok is ok
+
+
+async def test_the_fake_optimizer_turns_quoted_rationales_into_rules_and_merges():
+    from judge.llm.providers.base import Message
+    from judge.llm.providers.fake_optimizer import RULES, optimizer_reply
+
+    cases = (
+        '<CASE 1>\nPeople said: block, because: it says "pending"\nThe judge said: allow.\n</CASE 1>\n'
+        "<CASE 2>\nPeople said: allow\nThe judge said: block.\n</CASE 2>"
+    )
+    current = "<CURRENT_PROMPT>\nJudge $ARGUMENTS\n</CURRENT_PROMPT>"
+    edit = f"{current}\n{cases}\nWrite 2 different improved versions"
+    reply = optimizer_reply([Message(role="user", content=edit)], [])
+    assert 'Judge $ARGUMENTS\n\nBlock an answer that says "pending".' in reply and RULES[0] in reply
+    critique = optimizer_reply([Message(role="user", content=f"Explain. {cases}")], [])
+    assert "pending" in critique
+    merge = "<PROMPT_A>\nA\nshared\n</PROMPT_A>\n<PROMPT_B>\nshared\nB\n</PROMPT_B>"
+    assert optimizer_reply([Message(role="user", content=merge)], []) == "<PROMPT>\nA\nshared\n\nB\n</PROMPT>"
+
+
 async def test_script_file_relative_to_config(tmp_path):
     (tmp_path / "script.yaml").write_text(
         "rules:\n  - match: 'secret'\n    reply: {ok: false, reason: 'No secrets.'}\ndefault: {ok: true}\n"

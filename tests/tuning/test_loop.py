@@ -143,8 +143,9 @@ async def test_the_loop_finds_the_better_prompt_and_rejects_the_worse_edit(tmp_p
     by_status = [c.status for c in outcome.candidates if BAD in c.prompt]
     assert by_status[0] == "rejected" and set(by_status) <= {"rejected", "duplicate"}
     worse = next(c for c in outcome.candidates if BAD in c.prompt)
-    assert worse.scores["dev"] is not None and worse.scores["dev"] < outcome.baseline.scores["dev"]
-    assert "parent is kept" in (worse.note or "")
+    # rejected on train, where it was made: never measured on dev
+    assert worse.scores["train"] is not None and worse.scores["train"] < outcome.baseline.scores["train"]
+    assert "dev" not in worse.scores and "not measured on dev" in (worse.note or "")
     # $ARGUMENTS and the answer schema survived every measured prompt; broken ones were not measured
     for cand in outcome.candidates:
         if "dev" in cand.scores:
@@ -195,7 +196,7 @@ async def test_worse_only_edits_keep_the_baseline(tmp_path: Path) -> None:
 
     providers = Providers()
     providers.optimizer = FakeProvider(function=only_worse)
-    outcome = await run_tune(tmp_path, providers, rounds=2, beam=1)
+    outcome = await run_tune(tmp_path, providers, rounds=2, beam=1, demos=0)
     assert outcome.winner.id == outcome.baseline.id
     assert [c.status for c in outcome.candidates[1:]] == ["rejected", "duplicate"]
     assert "is better" not in (tmp_path / "out" / "report.html").read_text()
@@ -225,10 +226,11 @@ async def test_budget_is_never_exceeded(tmp_path: Path, extra: int) -> None:
 
 
 async def test_budget_is_spent_exactly_when_it_fits(tmp_path: Path) -> None:
-    # baseline 24 + 2 optimizer calls + the worse child 24 + the better child 24 + test 2*16
+    # baseline 24 + 2 optimizer calls + the worse child 8 (rejected on train: dev is never
+    # judged) + the better child 24 + test 2*16
     providers = Providers()
-    limit = 24 + 2 + 24 + 24 + 32
-    outcome = await run_tune(tmp_path, providers, rounds=3, beam=2, max_calls=limit)
+    limit = 24 + 2 + 8 + 24 + 32
+    outcome = await run_tune(tmp_path, providers, rounds=3, beam=2, max_calls=limit, demos=0)
     assert providers.calls == outcome.calls == limit
     assert GOOD in outcome.winner.prompt
 
@@ -261,7 +263,9 @@ async def test_a_prompt_that_makes_judgements_dearer_raises_the_reserve_and_the_
     providers = Providers()
     providers.judge = FakeProvider(function=grepping)
     suite = load_suite(write_suite(tmp_path, cases=cases))
-    options = TuneOptions(out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=250, concurrency=3)
+    options = TuneOptions(
+        out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=250, concurrency=3, demos=0
+    )
     outcome = await tune(
         suite, options, judge_make=providers.judge_for, optimizer_make=providers.optimizer_for, env={}
     )
@@ -286,7 +290,7 @@ async def test_the_test_split_is_scored_when_judgements_take_several_calls(
     suite = load_suite(write_suite(tmp_path, cases=cases))
     floor = 2 * (24 + 32)  # baseline on train+dev and the test reserve, at 2 calls each
     options = TuneOptions(
-        out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=floor + extra, concurrency=3
+        out=tmp_path / "out", hook="Stop:1", rounds=3, beam=2, max_calls=floor + extra, concurrency=3, demos=0
     )
     outcome = await tune(
         suite, options, judge_make=providers.judge_for, optimizer_make=providers.optimizer_for, env={}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judge.evaluation.stats import balanced_accuracy
+from judge.evaluation.suite import Case
 from judge.tuning.call_budget import BudgetedLLM, CallBudget
 from judge.tuning.optimizer import (
     ItemOutcome,
@@ -28,6 +29,14 @@ class SpyEvaluator:
 
     def describe(self, item_id: str) -> str:
         return f"item {item_id}"
+
+    def case(self, item_id: str) -> Case:
+        rationale = "odd items are blocked" if int(item_id[-1]) % 2 else None
+        label = "block" if int(item_id[-1]) % 2 else "allow"
+        return Case(id=item_id, context={}, label=label, rationale=rationale)
+
+    def cases(self, split: str) -> list[Case]:
+        return [self.case(f"{split}{i}") for i in range(10)]
 
     async def evaluate(self, prompt: str, split: str) -> SplitEval:
         self.asked.append(split)
@@ -62,8 +71,9 @@ async def test_optimizer_selects_on_dev_and_never_asks_for_test() -> None:
     assert result.winner.prompt.strip() == better
     assert result.stopped.startswith("converged")
     assert budget.used == len(llm.requests) == 2
-    # the critique request shows the mistakes with the people's labels and the judge's decisions
-    assert "People said: block. The judge said: allow" in llm.requests[0]
+    # the critique request shows the mistakes with the people's labels, their rationales and
+    # the judge's decisions
+    assert "People said: block, because: odd items are blocked\nThe judge said: allow" in llm.requests[0]
     assert "item train7" in llm.requests[0]
 
 

@@ -109,6 +109,12 @@ def test_compare_two_configs(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["--hook", "PostToolUse:0"], "are Stop events"),
         (["--hook", "nonsense"], "EVENT:INDEX"),
         (["--optimizer-model", "fake:missing.yaml"], "unknown fake model"),
+        (["--min-block-precision", "1.5"], "--min-block-precision must be above 0 and at most 1"),
+        (["--objective", "pairwise"], "needs paired cases"),
+        (["--optimizer-template", "nowhere.md"], "--optimizer-template nowhere.md: file not found"),
+        (["--demos", "-1"], "--demos must be at least 0"),
+        (["--merges", "-1"], "--merges must be at least 0"),
+        (["--max-usd", "0"], "--max-usd must be above 0"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(
@@ -149,7 +155,7 @@ def test_missing_out_suite_and_labels(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_best_config_keeps_the_resource_form(tmp_path: Path) -> None:
     from judge.config import load_config
-    from judge.tuning.tuner import config_with_prompt, dump_yaml
+    from judge.tuning.outputs import config_with_prompt, dump_yaml
 
     doc = {
         "api_version": "azuresre.ai/v2",

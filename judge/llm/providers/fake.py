@@ -25,8 +25,11 @@ or from a config / the environment as a model string (``model: fake:allow`` or
 ``fake:heuristic``
     a deterministic rule-of-thumb judge for Stop events: blocks an empty final answer,
     an answer missing a marker the hook prompt asks it to end with (``ends with
-    "Task complete."``), and an answer that looks unfinished (TODO, TBD, "I will",
-    "let me", "next step", "still need", "not yet", "in progress"); allows the rest.
+    "Task complete."``), an answer holding a phrase the prompt says to block (a line
+    like ``Block an answer that says "pending".``, as an edit or a few-shot example's
+    rationale writes it) and an answer that looks unfinished (TODO, TBD, "I will",
+    "let me", "next step", "still need", "not yet", "in progress") unless it holds a
+    phrase the prompt says to allow (``Allow an answer that says "..."``); allows the rest.
 ``fake:optimizer``
     the optimizer of ``judge tune`` offline (:mod:`judge.llm.providers.fake_optimizer`).
 ``fake:<file.json|yaml>``
@@ -66,6 +69,9 @@ UNFINISHED = re.compile(
 )
 ENDS_WITH = re.compile(r"ends? with\s+[\"'“‘]([^\"'”’\n]+)[\"'”’]", re.IGNORECASE)
 CONTEXT_BLOCK = re.compile(r"<hook_context[^>]*>\s*(\{.*?\})\s*</hook_context>", re.DOTALL)
+PHRASE_RULE = re.compile(
+    r"\b(block|allow)\b[^\n\"“]{0,80}?\bsays?\s+[\"“]([^\"”\n]{2,80})[\"”]", re.IGNORECASE
+)
 
 
 def _tokens(text: str) -> int:
@@ -172,6 +178,13 @@ def heuristic_verdict(messages: list[Message], tools: list[ToolSpec]) -> dict[st
     marker = ENDS_WITH.search(instructions)
     if marker and not answer.rstrip().endswith(marker.group(1).strip()):
         return {"ok": False, "reason": f"End your response with '{marker.group(1).strip()}'."}
+    rules = [(verb.lower(), phrase.lower()) for verb, phrase in PHRASE_RULE.findall(instructions)]
+    said = [(verb, phrase) for verb, phrase in rules if phrase in answer.lower()]
+    blocked = next((phrase for verb, phrase in said if verb == "block"), None)
+    if blocked is not None:
+        return {"ok": False, "reason": f"The answer says {blocked!r}, which the instructions do not accept."}
+    if any(verb == "allow" for verb, _ in said):
+        return {"ok": True}
     unfinished = UNFINISHED.search(answer)
     if unfinished:
         return {
