@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge.config import Config, load_config
 from judge.errors import ApiError
+from judge.hooks import forkserver
 from judge.hooks.judging import PromptJudge
 from judge.logs.jsonl import now_iso
 from judge.service.bodies import DEFAULT_MAX_BODY, MAX_DEPTH, MAX_YAML_BODY, error_response, json_response
@@ -193,10 +194,12 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
         # Enough threads that SQLite/audit writes of many concurrent requests don't queue.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, "judge-io"))
         limit_log_rates()  # uvicorn has set up its loggers by now
+        forkserver.start()  # command hooks forked by a fork server, not started one by one
         try:
             yield
         finally:
             await asyncio.to_thread(service.close)
+            forkserver.stop()
 
     handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, handler, list[str]]] = [

@@ -26,6 +26,7 @@ from tests.security.sandbox_probe import (
     pids_with,
     python_path,
     run_judge,
+    sandbox_mode,
     skip_unless_mode,
     token,
     wait_for,
@@ -81,7 +82,8 @@ async def test_escaped_children_die_at_the_deadline(kind: str, mode: str) -> Non
     hook = Hook.model_validate(
         {"type": "command", "command": escape_command(kind, spelled, "sleep 30"), "timeout": 1}
     )
-    seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns")
+    with sandbox_mode(mode) as namespaces:
+        seen, elapsed, result = await _run_and_watch(hook, marker, namespaces)
     assert seen, "the escaping child never started"
     assert result.timed_out  # type: ignore[attr-defined]
     assert elapsed < 2.5, f"answered {elapsed:.2f}s after start for a 1 s timeout"
@@ -95,12 +97,14 @@ async def test_escaped_children_die_at_the_deadline(kind: str, mode: str) -> Non
 async def test_escaped_children_die_when_the_hook_ends(kind: str, mode: str) -> None:
     skip_unless_mode(mode)
     marker, spelled = token()
-    # The hook waits until its escapee runs, then answers at once.
-    wait = f"while ! pgrep -f {marker} >/dev/null; do sleep 0.01; done; exit 0"
+    # The hook waits until its escapee runs, then answers (a moment later, so that this
+    # test sees the escapee too: a fork server starts the hook in a few milliseconds).
+    wait = f"while ! pgrep -f {marker} >/dev/null; do sleep 0.01; done; sleep 0.3; exit 0"
     hook = Hook.model_validate(
         {"type": "command", "command": escape_command(kind, spelled, wait), "timeout": 10}
     )
-    seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns")
+    with sandbox_mode(mode) as namespaces:
+        seen, elapsed, result = await _run_and_watch(hook, marker, namespaces)
     assert seen, "the escaping child never started"
     assert (result.exit_code, result.timed_out) == (0, False)  # type: ignore[attr-defined]
     assert elapsed < 8
