@@ -50,10 +50,29 @@ def write_config_index(state_path: Path, config_path: str, config: Config, sha: 
     write_index(str(state_path), config_path, matchers(config.hooks), agents, sha)
 
 
+#: Configurations parsed per (real path, path, text): a process answering many events
+#: (a worker of the resident judge) parses each text once; checks still run every time.
+_parsed: dict[tuple[str, str, str], Config] = {}
+PARSED_KEPT = 8
+
+
+def parsed(text: str, config_path: str) -> Config:
+    """``config_from_text(text, config_path)``, remembered (it depends on nothing else:
+    the path's real location included in the key)."""
+    key = (os.path.realpath(config_path), config_path, text)
+    config = _parsed.get(key)
+    if config is None:
+        config = config_from_text(text, config_path)
+        if len(_parsed) >= PARSED_KEPT:
+            _parsed.clear()
+        _parsed[key] = config
+    return config
+
+
 def _load_current(state_path: Path, config_path: str, text: str) -> tuple[Config, str]:
     """The file's ``text`` loaded and checked (templates and models too), kept by its
     SHA-256 for pinning and indexed for the fast path; the configuration and the SHA."""
-    config = runnable(config_from_text(text, config_path))
+    config = runnable(parsed(text, config_path))
     sha = keep_copy(str(state_path), text)
     write_config_index(state_path, config_path, config, sha)
     return config, sha
@@ -83,7 +102,7 @@ def session_configuration(
         warn(f"the session's pin is unusable ({type(exc).__name__}: {exc}); using {config_path}")
         chosen = SessionConfig(None)
     if chosen.text is not None:
-        return runnable(config_from_text(chosen.text, config_path)), chosen.note
+        return runnable(parsed(chosen.text, config_path)), chosen.note
     if chosen.note:
         warn(chosen.note)
     if current is None:

@@ -20,9 +20,11 @@ exactly the Claude Code events the judge configuration needs:
 * a PreToolUse entry whose judge hooks fail closed (``failMode: block``, the default there)
   gets ``"onFailure": "block"``, so Claude Code denies the call when judge cannot answer
   at all (its interpreter gone, a crash);
-* the command is ``<python> -m judge claude-code --config <path> --timeout <s>`` with an
-  absolute interpreter path and a quoted configuration path (``$CLAUDE_PROJECT_DIR``-relative
-  for a configuration inside the project).
+* the command is ``<python> -m judge claude-code --config <path> --timeout <s> --pinned
+  --resident`` with an absolute interpreter path and a quoted configuration path
+  (``$CLAUDE_PROJECT_DIR``-relative for a configuration inside the project); ``--resident``
+  hands events to the resident judge (:mod:`~judge.integrations.claude_code.relay`), left
+  out with ``--no-resident``.
 
 Running it again changes nothing; the user's other hooks are kept as they are; the file is
 only written when it changes (atomically). ``--dry-run`` prints a unified diff instead;
@@ -148,7 +150,9 @@ def judge_timeout(event: str, hooks: list[Hook]) -> int:
     return min(spent + JUDGE_MARGIN, MAX_JUDGE_TIMEOUT)
 
 
-def hook_command(config_path: Path, project: Path, scope: str, timeout: int, rewrite: str | None) -> str:
+def hook_command(
+    config_path: Path, project: Path, scope: str, timeout: int, rewrite: str | None, resident: bool = True
+) -> str:
     python = shlex.quote(sys.executable)
     config_arg = shlex.quote(str(config_path))
     if scope in ("project", "local"):
@@ -159,6 +163,8 @@ def hook_command(config_path: Path, project: Path, scope: str, timeout: int, rew
         else:
             config_arg = '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(relative.as_posix())
     command = f"{python} -m judge claude-code --config {config_arg} --timeout {timeout} --pinned"
+    if resident:  # events go to the resident judge (relay.py), in process when it is not there
+        command += " --resident"
     return f"{command} --rewrite {rewrite}" if rewrite else command
 
 
@@ -169,6 +175,7 @@ def wanted_entries(
     scope: str,
     timeout: float | None = None,
     rewrite: str | None = None,
+    resident: bool = True,
 ) -> list[Entry]:
     """The hook entries the configuration needs, in Claude Code event order."""
     entries: list[Entry] = []
@@ -180,7 +187,7 @@ def wanted_entries(
                 continue  # no judge hook of this event matches any tool
             hooks = [h for h in hooks if h.matcher]
         seconds = int(timeout) if timeout is not None else judge_timeout(event, hooks)
-        command = hook_command(config_path, project, scope, seconds, rewrite)
+        command = hook_command(config_path, project, scope, seconds, rewrite, resident)
         # A PreToolUse policy that fails closed stays closed when judge cannot even answer
         # (a missing interpreter, a crash): Claude Code's onFailure (2.1.295+; older versions
         # ignore the key) then counts the failure as a block.
@@ -190,7 +197,7 @@ def wanted_entries(
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
             entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed))
     if entries:  # the session keeps the configuration it started with (see .pin)
-        command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None)
+        command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None, resident)
         entries.insert(0, Entry(SESSION_START, None, SESSION_START_TIMEOUT, command))
     return entries
 
@@ -331,7 +338,8 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
             answer.error(f"warning: {warning}")
         timeout = getattr(args, "install_timeout", None)
         rewrite = getattr(args, "install_rewrite", None)
-        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)
+        resident = getattr(args, "install_resident", True)
+        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite, resident)
         if not entries:
             answer.error(f"{config_path} has no hooks Claude Code can run; registering nothing")
     before, settings = read_settings(path)
