@@ -93,6 +93,13 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
     i.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
     i.add_argument("--uninstall", action="store_true", help="remove judge's hook entries only")
     i.add_argument(
+        "--http",
+        dest="install_http",
+        metavar="URL",
+        help="a judge serve URL: events whose hooks fail open become http hooks posting to it "
+        "(PreToolUse and fail-closed events keep their command entries)",
+    )
+    i.add_argument(
         "--no-resident",
         dest="install_resident",
         action="store_false",

@@ -46,6 +46,7 @@ from judge.hooks import forkserver
 from judge.hooks.judging import PromptJudge
 from judge.logs.jsonl import now_iso
 from judge.service.bodies import DEFAULT_MAX_BODY, MAX_DEPTH, MAX_YAML_BODY, error_response, json_response
+from judge.service.claude_code import ClaudeCodeHooks
 from judge.service.endpoints import STATE_DB, ServerSettings, Service
 from judge.service.files import confine_path, remove_private, sweep_private_folders, write_private
 from judge.service.limits import BodyDeadline, ConnectionLimits, configure
@@ -212,6 +213,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
         ("/api/v2/extendedAgent/agents", service.list_agents, ["GET"]),
         ("/api/v2/extendedAgent/agents/{name}", service.agent, ["GET", "PUT", "DELETE"]),
         ("/api/v2/hooks/{event}", service.hook, ["POST"]),
+        ("/api/v2/claude-code", ClaudeCodeHooks(service).post, ["POST"]),
     ]
     app = Starlette(
         routes=[Route(path, fn, methods=methods) for path, fn, methods in routes],

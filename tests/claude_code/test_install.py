@@ -291,3 +291,31 @@ def test_settings_judge_cannot_write_back_exactly_are_refused_or_escaped(
         assert done.returncode == 0, done.stderr
         written = path.read_text(encoding="utf-8")
         assert kept in written and json.loads(written)["env"]["X"] == "\ud800"
+
+
+def test_http_entries_only_where_a_failing_request_cannot_let_a_check_through(project: Path) -> None:
+    config = CONFIG + "  SubagentStop:\n    - {type: command, command: 'exit 0', failMode: block}\n"
+    (project / ".claude" / "judge.yaml").write_text(config, encoding="utf-8")
+    assert install(project, "--http", "http://127.0.0.1:8080/").returncode == 0
+    hooks = settings(project / ".claude" / "settings.json")["hooks"]
+    kinds = {
+        event: [h["type"] for g in groups for h in g["hooks"] if is_judge_handler(h)]
+        for event, groups in hooks.items()
+    }
+    # Fail-open events post to the service; PreToolUse and fail-closed events keep commands
+    # (and SessionStart, which pins the configuration those commands are judged by).
+    assert kinds == {
+        "SessionStart": ["command"],
+        "Stop": ["http"],
+        "SubagentStop": ["command"],
+        "PreToolUse": ["command"],
+        "PreSkillShellCommand": ["command"],
+        "PostToolUse": ["http"],
+        "PostToolUseFailure": ["http"],
+    }
+    stop = hooks["Stop"][0]["hooks"][0]
+    assert stop["url"] == "http://127.0.0.1:8080/api/v2/claude-code?timeout=65" and stop["timeout"] == 75
+    assert stop["headers"] == {"Authorization": "Bearer $JUDGE_API_TOKEN"}
+    assert stop["allowedEnvVars"] == ["JUDGE_API_TOKEN"]
+    assert install(project, "--uninstall").returncode == 0  # the http entries are judge's too
+    assert settings(project / ".claude" / "settings.json")["hooks"] == {"PreToolUse": [USER_HOOK]}

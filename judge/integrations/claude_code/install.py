@@ -20,6 +20,10 @@ exactly the Claude Code events the judge configuration needs:
 * a PreToolUse entry whose judge hooks fail closed (``failMode: block``, the default there)
   gets ``"onFailure": "block"``, so Claude Code denies the call when judge cannot answer
   at all (its interpreter gone, a crash);
+* with ``--http URL`` the events whose hooks fail open get ``type: "http"`` entries posting
+  to that ``judge serve`` (``POST /api/v2/claude-code``, the token from
+  ``$JUDGE_API_TOKEN``); PreToolUse and every event with a hook that fails closed keep
+  their command entries (:func:`http_serves`);
 * the command is ``<python> -m judge claude-code --config <path> --timeout <s> --pinned
   --resident`` with an absolute interpreter path and a quoted configuration path
   (``$CLAUDE_PROJECT_DIR``-relative for a configuration inside the project); ``--resident``
@@ -50,6 +54,7 @@ from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
 from judge.integrations.claude_code.answer import Answer
+from judge.integrations.claude_code.http_hooks import http_handler, http_serves, is_http_handler
 from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_EVENTS,
     HANDLED_EVENTS,
@@ -83,6 +88,8 @@ class Entry:
     command: str
     #: Claude Code blocks the call when judge itself cannot answer (see ``on_failure``)
     block_on_failure: bool = False
+    #: an http hook posting to ``judge serve`` at this URL instead of the command
+    url: str | None = None
 
     @property
     def claude_code_timeout(self) -> int:
@@ -94,6 +101,8 @@ class Entry:
             "command": self.command,
             "timeout": self.claude_code_timeout,
         }
+        if self.url is not None:
+            handler = http_handler(self.url, self.judge_timeout, self.claude_code_timeout)
         if self.block_on_failure:
             handler["onFailure"] = "block"
         out: dict[str, Any] = {"matcher": self.matcher} if self.matcher is not None else {}
@@ -111,7 +120,10 @@ def settings_path(scope: str, project: Path) -> Path:
 
 
 def is_judge_handler(handler: Any) -> bool:
-    """Whether a settings hook handler runs ``judge claude-code`` (ours to replace/remove)."""
+    """Whether a settings hook handler runs ``judge claude-code`` or posts to ``judge
+    serve``'s Claude Code endpoint (ours to replace/remove)."""
+    if is_http_handler(handler):
+        return True
     if not isinstance(handler, dict) or handler.get("type") != "command":
         return False
     command = handler.get("command")
@@ -176,8 +188,10 @@ def wanted_entries(
     timeout: float | None = None,
     rewrite: str | None = None,
     resident: bool = True,
+    http: str | None = None,
 ) -> list[Entry]:
-    """The hook entries the configuration needs, in Claude Code event order."""
+    """The hook entries the configuration needs, in Claude Code event order; with
+    ``http`` (a ``judge serve`` URL), http hooks for the events :func:`http_serves`."""
     entries: list[Entry] = []
     for event, hooks in _hooks_by_event(config).items():
         matcher: str | None = None
@@ -195,8 +209,9 @@ def wanted_entries(
         for cc_event in CLAUDE_CODE_EVENTS[event]:
             if cc_event not in HANDLED_EVENTS:
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
-            entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed))
-    if entries:  # the session keeps the configuration it started with (see .pin)
+            url = http if http is not None and http_serves(cc_event, hooks) else None
+            entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed, url=url))
+    if any(entry.url is None for entry in entries):  # the session keeps its configuration (.pin)
         command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None, resident)
         entries.insert(0, Entry(SESSION_START, None, SESSION_START_TIMEOUT, command))
     return entries
@@ -339,7 +354,8 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
         timeout = getattr(args, "install_timeout", None)
         rewrite = getattr(args, "install_rewrite", None)
         resident = getattr(args, "install_resident", True)
-        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite, resident)
+        http = getattr(args, "install_http", None)
+        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite, resident, http)
         if not entries:
             answer.error(f"{config_path} has no hooks Claude Code can run; registering nothing")
     before, settings = read_settings(path)
