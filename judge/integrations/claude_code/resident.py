@@ -352,9 +352,10 @@ def _log_setup() -> None:
     with contextlib.suppress(OSError):
         if os.fstat(2).st_size > MAX_LOG:
             os.ftruncate(2, 0)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(process)d %(levelname)s %(message)s", stream=sys.stderr
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])  # (the SDKs log each request at INFO)
+    _log.setLevel(logging.INFO)
 
 
 def serve(folder: str, key: str) -> int:
