@@ -14,12 +14,12 @@ behind them are internals; so are names not listed here, except the public ``__a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing costs milliseconds, and `judge claude-code` runs per hook event)
+    from typing import Any
+
     from judge.config import Config, Hook, config_from_data, load_config
     from judge.context import parse_context
     from judge.decision import Decision, HookOutcome, Usage
@@ -129,6 +129,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -1,46 +1,46 @@
 """The ``judge`` command line. Only this module (and the server) read stdin, print and exit.
 
 Subcommands that need heavier modules (the service, evals, tuning) import them lazily so
-``judge run`` and ``judge claude-code`` start fast.
+``judge run`` and ``judge claude-code`` start fast. Importing this module costs only the
+standard library's ``os``, ``sys`` and ``codecs``: a Claude Code hook event
+(:func:`judge.cli.claude_code.hook_fast`) is answered before ``argparse`` and the
+subcommands' modules are loaded.
 """
 
 from __future__ import annotations
 
-import argparse
 import codecs
-import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
 
-from judge import __version__
-from judge.cli.claude_code import add_claude_code_parser
-from judge.cli.help import HelpFormatter, add_exit_codes
-from judge.cli.logs import add_logs_parser
-from judge.cli.model_flag import ModelFlag
-from judge.cli.report_view import add_view_flags
-from judge.cli.run import add_run_parser
-from judge.cli.serve import add_serve_parser
-from judge.cli.tune import add_money_flags, add_tune_parser
-from judge.cli.validate import add_validate_parser
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing and argparse cost milliseconds on every hook event)
+    import argparse
+    from collections.abc import Callable, Sequence
+    from typing import Any, NoReturn
 
-Handler = Callable[[argparse.Namespace], int]
+    Handler = Callable[[argparse.Namespace], int]
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with a configurable exit code for usage errors, and help that shows the
-    defaults (:class:`~judge.cli.help.HelpFormatter`)."""
+def _parser_class() -> type[argparse.ArgumentParser]:
+    """argparse with a configurable exit code for usage errors (``error_exit``), and help
+    that shows the defaults (:class:`~judge.cli.help.HelpFormatter`)."""
+    import argparse
 
-    error_exit = 1
+    from judge.cli.help import HelpFormatter
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", HelpFormatter)
-        super().__init__(*args, **kwargs)
+    class _Parser(argparse.ArgumentParser):
+        error_exit = 1
 
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(self.error_exit, f"{self.prog}: error: {message}\n")
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("formatter_class", HelpFormatter)
+            super().__init__(*args, **kwargs)
+
+        def error(self, message: str) -> NoReturn:
+            self.print_usage(sys.stderr)
+            self.exit(self.error_exit, f"{self.prog}: error: {message}\n")
+
+    return _Parser
 
 
 def _err(msg: str) -> None:
@@ -58,6 +58,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_config_schema(args: argparse.Namespace) -> int:
+    import json
+
     from judge.config import config_json_schema
 
     try:
@@ -120,6 +122,18 @@ def cmd_datasets_convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from judge import __version__
+    from judge.cli.claude_code import add_claude_code_parser
+    from judge.cli.help import add_exit_codes
+    from judge.cli.logs import add_logs_parser
+    from judge.cli.model_flag import ModelFlag
+    from judge.cli.report_view import add_view_flags
+    from judge.cli.run import add_run_parser
+    from judge.cli.serve import add_serve_parser
+    from judge.cli.tune import add_money_flags, add_tune_parser
+    from judge.cli.validate import add_validate_parser
+
+    _Parser = _parser_class()
     parser = _Parser(
         prog="judge",
         description="An LLM-as-judge quality gate for AI agents.",
@@ -269,12 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     read_stdin = arguments[:1] == ["claude-code"]
     if read_stdin:
         # Claude Code starts a process per tool call: answer "nothing to do" without
-        # loading the configuration or the engine when no hook can match.
+        # loading the configuration or the engine when no hook can match, and hand the
+        # rest to the resident judge (--resident) when it can be reached.
         from judge.cli.claude_code import answers_fast
 
         answered, stdin_data = answers_fast(arguments[1:])
-        if answered:
-            return 0
+        if answered is not None:
+            return answered
     parser = build_parser()
     if not arguments:  # `judge` alone: the help, with argparse's usage-error status
         parser.print_help(sys.stderr)

@@ -2,22 +2,30 @@
 
 Kept import-light: Claude Code starts it for every hook event. Stdin is read here, the
 fast path (:mod:`judge.integrations.claude_code.fast_path`) answers calls no hook
-matches, and only the rest loads the adapter.
+matches, ``--resident`` hands the rest to the resident judge
+(:mod:`judge.integrations.claude_code.relay`), and only what is left loads the adapter.
+``judge claude-code resident FOLDER KEY`` (not listed in the help) is the resident judge
+itself, started by a hook process.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
 
 from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing and argparse cost milliseconds on every hook event)
+    import argparse
+    from typing import Any
 
 REWRITE_CHOICES = ("passthrough", "ask", "allow")
 SCOPES = ("project", "local", "user")
 
 
 def _seconds(value: str) -> float:
+    import argparse
+
     try:
         seconds = float(value)
     except ValueError:
@@ -53,8 +61,15 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
         help="sessions are pinned at SessionStart (the installer adds this): a judged call "
         "that finds no pinned configuration for its session says so",
     )
+    p.add_argument(
+        "--resident",
+        action="store_true",
+        help="hand the event to this user's resident judge, started on first use (the "
+        "installer adds this); judged in this process when it cannot be reached; "
+        "JUDGE_RESIDENT=0 turns it off",
+    )
     p.set_defaults(func=run)
-    csub = p.add_subparsers(dest="claude_code_command", parser_class=type(p))
+    csub = p.add_subparsers(dest="claude_code_command", parser_class=type(p), metavar="{install}")
     i = csub.add_parser("install", help="register judge in Claude Code's settings.json")
     i.add_argument(
         "--config", dest="install_config", help="judge configuration (default: .claude/judge.yaml)"
@@ -82,7 +97,24 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
         help="register a configuration that judge validate finds errors in (refused otherwise)",
     )
     i.add_argument("--uninstall", action="store_true", help="remove judge's hook entries only")
+    i.add_argument(
+        "--http",
+        dest="install_http",
+        metavar="URL",
+        help="a judge serve URL: events whose hooks fail open become http hooks posting to it "
+        "(PreToolUse and fail-closed events keep their command entries)",
+    )
+    i.add_argument(
+        "--no-resident",
+        dest="install_resident",
+        action="store_false",
+        help="hook commands judge every event in their own process (no resident judge)",
+    )
     i.set_defaults(func=install)
+    r = csub.add_parser("resident")  # started by `judge claude-code --resident`, not by hand
+    r.add_argument("folder")
+    r.add_argument("key")
+    r.set_defaults(func=resident)
 
 
 def read_stdin() -> bytes | None:
@@ -92,15 +124,25 @@ def read_stdin() -> bytes | None:
     return sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
 
 
-def answers_fast(arguments: list[str]) -> tuple[bool, bytes | None]:
-    """``judge claude-code ARGS`` (not ``install``, not ``--help``): read the hook input and
-    try the fast path. ``(True, _)``: answered, nothing to print; else the input read."""
-    from judge.integrations.claude_code.fast_path import try_fast
+def answers_fast(arguments: list[str]) -> tuple[int | None, bytes | None]:
+    """``judge claude-code ARGS`` (not ``install``, not ``--help``): read the hook input,
+    try the fast path, then (``--resident``) the resident judge. ``(code, _)``: answered
+    (written out), exit with ``code``; ``(None, data)``: judge the input read in process."""
+    from judge.integrations.claude_code.fast_path import resident_flags, try_fast
 
-    if arguments[:1] == ["install"] or "-h" in arguments or "--help" in arguments:
-        return False, None
+    if arguments[:1] in (["install"], ["resident"]) or "-h" in arguments or "--help" in arguments:
+        return None, None
     data = read_stdin()
-    return try_fast(arguments, data), data
+    if try_fast(arguments, data):
+        return 0, data
+    flags = resident_flags(arguments)
+    if flags is not None and data is not None:
+        from judge.integrations.claude_code.relay import hand_off
+
+        relayed = hand_off(arguments, data, flags.get("--timeout"))
+        if relayed is not None:
+            return write(relayed), data
+    return None, data
 
 
 def write(answer: Any) -> int:
@@ -120,6 +162,13 @@ def run(args: argparse.Namespace) -> int:
 
     data = args.stdin_data if hasattr(args, "stdin_data") else read_stdin()
     return write(respond(args, hook_text(data)))
+
+
+def resident(args: argparse.Namespace) -> int:
+    """``judge claude-code resident FOLDER KEY``: the resident judge, until it retires."""
+    from judge.integrations.claude_code.resident import serve
+
+    return serve(args.folder, args.key)
 
 
 def install(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """Command hooks: run a bash command or a script in a sandbox and read its answer.
 
-The sandbox (details in :mod:`judge.hooks.sandbox` and :mod:`judge.hooks.supervisor`): a fresh
+The sandbox (details in :mod:`judge.hooks.sandbox`, :mod:`judge.hooks.supervisor` and, for a
+long-lived judge, :mod:`judge.hooks.forkserver`): a fresh
 private temp dir (removed afterwards) as HOME and, by default, working directory; a scrubbed
 environment (an allowlist plus the names the hook lists); the context JSON on stdin (then
 stdin is closed); stdout/stderr captured up to a cap; a supervisor that kills every
@@ -28,6 +29,7 @@ from typing import Any
 from judge.config import Hook
 from judge.errors import HookError
 from judge.files import open_regular
+from judge.hooks import forkserver
 from judge.hooks.sandbox import (
     ENV_ALLOWLIST,
     HookUser,
@@ -37,6 +39,7 @@ from judge.hooks.sandbox import (
     make_judge_undumpable,
     namespaces_wanted,
     resolve_cwd,
+    supervisor_args,
     supervisor_argv,
 )
 
@@ -91,12 +94,14 @@ class _Capture:
         return bytes(self.kept).decode("utf-8", errors="replace")
 
 
-async def _exited(proc: asyncio.subprocess.Process) -> int:
+async def _exited(proc: asyncio.subprocess.Process | forkserver.ForkedHook) -> int:
     """Wait for the process itself to exit.
 
     ``Process.wait()`` (Python 3.11) also waits for the pipes to close, which a forked
     child (``sleep 1000 &``) keeps open; the exit status is known before that.
     """
+    if isinstance(proc, forkserver.ForkedHook):  # the fork server says when
+        return await proc.exited()
     delay = 0.002
     while proc.returncode is None:
         await asyncio.sleep(delay)
@@ -115,7 +120,7 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-async def _stop(proc: asyncio.subprocess.Process) -> None:
+async def _stop(proc: asyncio.subprocess.Process | forkserver.ForkedHook) -> None:
     """Ask the supervisor to kill everything below it; kill it if it does not exit soon."""
     with contextlib.suppress(ProcessLookupError):
         proc.send_signal(signal.SIGTERM)
@@ -191,6 +196,24 @@ async def _copied(transcript: Path, workdir: str, user: HookUser | None, limit: 
         raise HookError(f"timed out after {limit:g}s copying the transcript for the hook") from None
 
 
+async def _start_supervisor(args: list[str], workdir: str, env: dict[str, str]) -> Any:
+    """The hook's supervisor: forked by this judge's fork server where one runs
+    (:mod:`judge.hooks.forkserver`), else started as a program."""
+    server = forkserver.current()
+    if server is not None:
+        with contextlib.suppress(forkserver.Unavailable):
+            return await server.spawn(args, env, workdir)
+    return await asyncio.create_subprocess_exec(
+        *supervisor_argv(args),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=workdir,
+        env=env,
+        start_new_session=True,
+    )
+
+
 async def run_command_hook(
     hook: Hook,
     stdin_json: str | Callable[[str | None], str],
@@ -227,18 +250,8 @@ async def run_command_hook(
             stdin_json = stdin_json(seen_as)
         if namespaces is None:
             namespaces = namespaces_wanted()
-        argv = supervisor_argv(_hook_argv(hook, workdir, user), cwd, user, namespaces, limit)
-        spawn = asyncio.ensure_future(
-            asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=workdir,
-                env=env,
-                start_new_session=True,
-            )
-        )
+        args = supervisor_args(_hook_argv(hook, workdir, user), cwd, user, namespaces, limit)
+        spawn = asyncio.ensure_future(_start_supervisor(args, workdir, env))
         try:
             proc = await asyncio.shield(spawn)
         except asyncio.CancelledError:

@@ -159,14 +159,18 @@ def make_judge_undumpable() -> None:
 SUPERVISOR_GRACE = 2.0
 
 
-def supervisor_argv(
+def supervisor_args(
     hook_argv: list[str], cwd: str, user: HookUser | None, namespaces: bool, deadline: float
 ) -> list[str]:
-    """The command that runs ``hook_argv`` under the per-hook supervisor."""
+    """The per-hook supervisor's arguments for running ``hook_argv``."""
     ids = [str(user.uid), str(user.gid)] if user else ["-", "-"]
     flag = "1" if namespaces else "0"
-    limit = f"{deadline + SUPERVISOR_GRACE:.3f}"
-    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, *ids, flag, limit, cwd, *hook_argv]
+    return [*ids, flag, f"{deadline + SUPERVISOR_GRACE:.3f}", cwd, *hook_argv]
+
+
+def supervisor_argv(args: list[str]) -> list[str]:
+    """The command that starts the supervisor with ``args`` as a program of its own."""
+    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, *args]
 
 
 def give_to(user: HookUser | None, *paths: Path) -> None:

@@ -18,6 +18,9 @@ stdin/stdout/stderr are the hook's. It
 It must not import the ``judge`` package, and imports as little as it can (it starts for
 every hook): it runs with ``-I -S`` for a quick start and an interpreter state the hook's
 environment cannot influence.
+
+A long-lived judge runs it differently: its fork server (:mod:`judge.hooks.zygote`, a
+program of its own) forks a copy of this code per hook and calls :func:`supervise`.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 1, 36, 38
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 #: Exit code when the sandbox itself could not start the hook (message on stderr).
 SETUP_FAILED = 125
 
@@ -87,12 +91,15 @@ def enter_namespaces(as_root: bool) -> bool:
     if _libc.unshare(flags) != 0:
         return False
     if not as_root:
+        dumpable = _libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+        _prctl(PR_SET_DUMPABLE, 1)  # (a non-dumpable process may not write its own maps)
         try:  # keep the same ids inside, so files and `id` look as they do outside
             _write("/proc/self/setgroups", "deny")
             _write("/proc/self/uid_map", f"{uid} {uid} 1")
             _write("/proc/self/gid_map", f"{gid} {gid} 1")
         except OSError as exc:
             _fail(f"cannot map ids in the user namespace: {exc}")
+        _prctl(PR_SET_DUMPABLE, dumpable)
     return True
 
 
@@ -216,6 +223,11 @@ def kill_everything_below() -> None:
     me = os.getpid()
     listed = os.path.exists(f"/proc/{me}/task/{me}/children")
     while True:
+        try:  # nothing left below (the common case): no need to look further
+            if os.waitpid(-1, os.WNOHANG)[0]:
+                continue
+        except ChildProcessError:
+            return
         for pid in _below(me, listed):
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -267,10 +279,10 @@ def _exit_like(status: int) -> NoReturn:
     os._exit(os.waitstatus_to_exitcode(status))
 
 
-def main(argv: list[str]) -> NoReturn:
+def supervise(spec: Spec) -> NoReturn:
+    """Run the hook of ``spec`` to its end (or deadline), kill what it left, exit like it."""
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGALRM, _on_term)
-    spec = Spec(argv[1:])
     # Its own deadline too, a little after the judge's: a judge killed meanwhile (kill -9)
     # leaves no hook running forever.
     signal.setitimer(signal.ITIMER_REAL, spec.deadline)
@@ -300,6 +312,10 @@ def main(argv: list[str]) -> NoReturn:
     if status == -1:
         os._exit(124)
     _exit_like(status)
+
+
+def main(argv: list[str]) -> NoReturn:
+    supervise(Spec(argv[1:]))
 
 
 if __name__ == "__main__":

@@ -10,10 +10,10 @@ and is imported lazily by the CLI.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing costs milliseconds, and `judge claude-code` runs per hook event)
+    from typing import Any
 
-if TYPE_CHECKING:
     from judge.integrations.dispatcher import SessionFacts, blocked_result, wrap_dispatcher
     from judge.integrations.stop_gate import StopGate, StopVerdict, render_messages
 
@@ -34,4 +34,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
     return getattr(importlib.import_module(module), name)

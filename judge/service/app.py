@@ -43,9 +43,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from judge.config import Config, load_config
 from judge.errors import ApiError
+from judge.hooks import forkserver
 from judge.hooks.judging import PromptJudge
 from judge.logs.jsonl import now_iso
 from judge.service.bodies import DEFAULT_MAX_BODY, MAX_DEPTH, MAX_YAML_BODY, error_response, json_response
+from judge.service.claude_code import ClaudeCodeHooks
 from judge.service.endpoints import STATE_DB, ServerSettings, Service
 from judge.service.files import confine_path, remove_private, sweep_private_folders, write_private
 from judge.service.limits import BodyDeadline, ConnectionLimits, configure
@@ -200,10 +202,12 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
         # Enough threads that SQLite/audit writes of many concurrent requests don't queue.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(32, "judge-io"))
         limit_log_rates()  # uvicorn has set up its loggers by now
+        forkserver.start()  # command hooks forked by a fork server, not started one by one
         try:
             yield
         finally:
             await asyncio.to_thread(service.close)
+            forkserver.stop()
 
     handler = Callable[[Request], Awaitable[Response]]
     routes: list[tuple[str, handler, list[str]]] = [
@@ -216,6 +220,7 @@ def create_app(settings: ServerSettings, judge: PromptJudge | None = None) -> St
         ("/api/v2/extendedAgent/agents", service.list_agents, ["GET"]),
         ("/api/v2/extendedAgent/agents/{name}", service.agent, ["GET", "PUT", "DELETE"]),
         ("/api/v2/hooks/{event}", service.hook, ["POST"]),
+        ("/api/v2/claude-code", ClaudeCodeHooks(service).post, ["POST"]),
     ]
     app = Starlette(
         routes=[Route(path, fn, methods=methods) for path, fn, methods in routes],

@@ -227,14 +227,20 @@ class Service:
         if session_id is not None:
             request.scope["judge.session"] = session_id
         decision = await self.decide(event, context, transcript, session_id)
+        await self.record(event, context.get("agent_name"), session_id, decision, started)
+        return json_response(decision.to_json())
+
+    async def record(
+        self, event: str, agent: Any, session_id: Any, decision: Decision, started: float
+    ) -> None:
+        """Count a decision in the metrics and write it to the decision log."""
         seconds = time.perf_counter() - started
-        self.metrics.observe(event, context.get("agent_name"), decision, seconds)
-        record = record_of(event, context.get("agent_name"), session_id, decision, seconds)
+        self.metrics.observe(event, agent, decision, seconds)
+        record = record_of(event, agent, session_id, decision, seconds)
         if self.decision_log is not None:
             self.decision_log.add(record)
         else:
             await asyncio.to_thread(append_decision, self.settings.data_dir, record)
-        return json_response(decision.to_json())
 
     async def decide(
         self, event: str, context: dict[str, Any], transcript: str | None, session_id: str | None
@@ -317,6 +323,10 @@ class Service:
         if self.decision_log is not None:
             self.decision_log.close()
         self.store.close()
+
+    async def engine_for(self, agent_name: Any) -> Engine:
+        """The engine for a request of the custom agent ``agent_name`` (see :meth:`_engine`)."""
+        return await self._engine(agent_name)
 
     async def _engine(self, agent_name: Any) -> Engine:
         """The engine for this request: --config hooks, plus a registered custom agent's.

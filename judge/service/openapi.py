@@ -18,6 +18,7 @@ from pydantic.json_schema import models_json_schema
 from judge.config import EVENTS, CustomAgent
 from judge.context import PostToolUseContext, PreToolUseContext, StopContext
 from judge.decision import HookOutcome, StopOutcome
+from judge.integrations.claude_code.protocol import REWRITE_MODES, ClaudeCodeInput
 
 VERSION = "2"
 
@@ -127,8 +128,16 @@ _MODELS: list[type[BaseModel]] = [
     AgentList,
     Health,
     ApiErrorBody,
+    ClaudeCodeInput,
 ]
-_REQUEST_MODELS = {StopRequest, PostToolUseRequest, PreToolUseRequest, AgentDocument, AgentResource}
+_REQUEST_MODELS = {
+    StopRequest,
+    PostToolUseRequest,
+    PreToolUseRequest,
+    AgentDocument,
+    AgentResource,
+    ClaudeCodeInput,
+}
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -290,6 +299,7 @@ def openapi_document() -> dict[str, Any]:
                 },
             }
         }
+    paths["/api/v2/claude-code"] = _claude_code_path()
     return {
         "openapi": "3.1.0",
         "info": {
@@ -311,6 +321,44 @@ def openapi_document() -> dict[str, Any]:
                 }
             },
         },
+    }
+
+
+def _claude_code_path() -> dict[str, Any]:
+    """``POST /api/v2/claude-code`` (:mod:`judge.service.claude_code`)."""
+    query = [
+        {
+            "name": "rewrite",
+            "in": "query",
+            "required": False,
+            "description": "How a PreToolUse rewrite reaches Claude Code (judge claude-code --rewrite).",
+            "schema": {"type": "string", "enum": list(REWRITE_MODES), "default": "passthrough"},
+        },
+        {
+            "name": "timeout",
+            "in": "query",
+            "required": False,
+            "description": "Seconds: the answer comes by then, per the hooks' failMode (judge claude-code "
+            "--timeout); keep it below the hook entry's own timeout.",
+            "schema": {"type": "number", "minimum": 1, "maximum": 3600},
+        },
+    ]
+    answer = {"type": "object", "description": "Claude Code's hook output, as judge claude-code prints it."}
+    return {
+        "post": {
+            "summary": "Claude Code's own hook input in, its hook output out (type: http hooks)",
+            "operationId": "claudeCode",
+            "parameters": query,
+            "requestBody": {"required": True, "content": _json(ClaudeCodeInput)},
+            "responses": {
+                "200": {
+                    "description": "Claude Code's answer ({} when there is nothing to say). "
+                    "Unusable hook input is answered here too, per the hooks' failMode.",
+                    "content": _json(answer),
+                },
+                **_errors(400, 401, 408, 503),
+            },
+        }
     }
 
 

@@ -87,21 +87,28 @@ def test_install_registers_exactly_the_configured_events_and_keeps_user_hooks(pr
     # Tool hooks run one after another (20 + 10 s), Stop hooks concurrently (60 s); judge keeps
     # 5 s for itself and Claude Code's timeout sits 10 s above judge's own. PreToolUse hooks
     # fail closed (their default failMode), so does Claude Code when judge cannot answer.
-    pre = {"type": "command", "command": f"{command} --timeout 35 --pinned", "timeout": 45}
+    flags = "--pinned --resident"
+    pre = {"type": "command", "command": f"{command} --timeout 35 {flags}", "timeout": 45}
     pre["onFailure"] = "block"
     assert hooks["PreToolUse"][1] == {"matcher": "Bash|Edit|Write", "hooks": [pre]}
     assert hooks["PreSkillShellCommand"] == [{"matcher": "Bash|Edit|Write", "hooks": [pre]}]
     assert hooks["Stop"] == [
-        {"hooks": [{"type": "command", "command": f"{command} --timeout 65 --pinned", "timeout": 75}]}
+        {
+            "hooks": [
+                {"type": "command", "command": f"{command} --timeout 65 --pinned --resident", "timeout": 75}
+            ]
+        }
     ]
     post = {
         "matcher": "^(?:(?:mcp__.*))$",
-        "hooks": [{"type": "command", "command": f"{command} --timeout 10 --pinned", "timeout": 20}],
+        "hooks": [
+            {"type": "command", "command": f"{command} --timeout 10 --pinned --resident", "timeout": 20}
+        ],
     }
     assert hooks["PostToolUse"] == [post]
     assert hooks["PostToolUseFailure"] == [post]
     # A session keeps the configuration it started with: SessionStart pins it.
-    start = {"type": "command", "command": f"{command} --timeout 15 --pinned", "timeout": 25}
+    start = {"type": "command", "command": f"{command} --timeout 15 --pinned --resident", "timeout": 25}
     assert hooks["SessionStart"] == [{"hooks": [start]}]
     assert "maxRejections: 12 is above Claude Code's cap of 8" in done.stderr
 
@@ -150,10 +157,23 @@ def test_scopes_write_their_own_settings_file(project: Path, scope: str, where: 
     assert done.returncode == 0, done.stderr
     hooks = settings(project / where)["hooks"]
     command = hooks["Stop"][0]["hooks"][0]["command"]
-    assert command.endswith("--timeout 9 --pinned --rewrite ask")
+    assert command.endswith("--timeout 9 --pinned --resident --rewrite ask")
     if scope == "user":  # outside a project: an absolute configuration path
         assert shlex.quote(str(project / ".claude" / "judge.yaml")) in command
     assert hooks["Stop"][0]["hooks"][0]["timeout"] == 19
+
+
+def test_no_resident_writes_commands_that_judge_in_their_own_process(project: Path) -> None:
+    assert install(project, "--no-resident").returncode == 0
+
+    def judge_commands() -> list[str]:
+        hooks = settings(project / ".claude" / "settings.json")["hooks"]
+        found = [h["command"] for groups in hooks.values() for group in groups for h in group["hooks"]]
+        return [c for c in found if "-m judge claude-code" in c]
+
+    assert judge_commands() and all(c.endswith("--pinned") for c in judge_commands())
+    assert install(project).returncode == 0  # installed again without it: the resident is back
+    assert all(c.endswith("--pinned --resident") for c in judge_commands())
 
 
 def test_refusals_are_clear_and_change_nothing(project: Path) -> None:
@@ -313,3 +333,31 @@ def test_settings_judge_cannot_write_back_exactly_are_refused_or_escaped(
         assert done.returncode == 0, done.stderr
         written = path.read_text(encoding="utf-8")
         assert kept in written and json.loads(written)["env"]["X"] == "\ud800"
+
+
+def test_http_entries_only_where_a_failing_request_cannot_let_a_check_through(project: Path) -> None:
+    config = CONFIG + "  SubagentStop:\n    - {type: command, command: 'exit 0', failMode: block}\n"
+    (project / ".claude" / "judge.yaml").write_text(config, encoding="utf-8")
+    assert install(project, "--http", "http://127.0.0.1:8080/").returncode == 0
+    hooks = settings(project / ".claude" / "settings.json")["hooks"]
+    kinds = {
+        event: [h["type"] for g in groups for h in g["hooks"] if is_judge_handler(h)]
+        for event, groups in hooks.items()
+    }
+    # Fail-open events post to the service; PreToolUse and fail-closed events keep commands
+    # (and SessionStart, which pins the configuration those commands are judged by).
+    assert kinds == {
+        "SessionStart": ["command"],
+        "Stop": ["http"],
+        "SubagentStop": ["command"],
+        "PreToolUse": ["command"],
+        "PreSkillShellCommand": ["command"],
+        "PostToolUse": ["http"],
+        "PostToolUseFailure": ["http"],
+    }
+    stop = hooks["Stop"][0]["hooks"][0]
+    assert stop["url"] == "http://127.0.0.1:8080/api/v2/claude-code?timeout=65" and stop["timeout"] == 75
+    assert stop["headers"] == {"Authorization": "Bearer $JUDGE_API_TOKEN"}
+    assert stop["allowedEnvVars"] == ["JUDGE_API_TOKEN"]
+    assert install(project, "--uninstall").returncode == 0  # the http entries are judge's too
+    assert settings(project / ".claude" / "settings.json")["hooks"] == {"PreToolUse": [USER_HOOK]}

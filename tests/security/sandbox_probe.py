@@ -4,6 +4,7 @@ their command line (pids inside a hook's PID namespace are not the host's)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +21,19 @@ import judge
 
 ROOT = Path(judge.__file__).resolve().parent.parent
 
-#: Runs one command hook with judge.hooks.command and prints the CommandResult as JSON.
+#: Runs one command hook with judge.hooks.command and prints the CommandResult as JSON
+#: (through a fork server when the mode says so: the judge's fork server stays its child).
 RUNNER = """
 import asyncio, dataclasses, json, sys
+from judge.hooks import forkserver
 from judge.hooks.command import run_command_hook
 from judge.config import Hook
 hook = Hook.model_validate(json.loads(sys.argv[1]))
-result = asyncio.run(run_command_hook(hook, "{}", namespaces=sys.argv[2] == "ns"))
+if sys.argv[2].endswith("/forkserver"):
+    forkserver.start()
+result = asyncio.run(run_command_hook(hook, "{}", namespaces=sys.argv[2].startswith("ns")))
 print(json.dumps(dataclasses.asdict(result)))
+forkserver.stop()
 """
 
 
@@ -76,14 +83,29 @@ def namespaces_work() -> bool:
     return done.returncode == 0
 
 
-MODES = ["ns", "no-ns"]
+#: The supervisor with and without a PID namespace, started as a program or forked by a
+#: fork server (:mod:`judge.hooks.forkserver`, what ``judge serve`` and the resident judge use).
+MODES = ["ns", "no-ns", "ns/forkserver", "no-ns/forkserver"]
 
 
 def skip_unless_mode(mode: str) -> None:
     import pytest
 
-    if mode == "ns" and not namespaces_work():
+    if mode.startswith("ns") and not namespaces_work():
         pytest.skip("this kernel refuses PID/user namespaces (the supervisor falls back)")
+
+
+@contextlib.contextmanager
+def sandbox_mode(mode: str) -> Iterator[bool]:
+    """Run this process's hooks as ``mode`` says; whether they get a PID namespace."""
+    from judge.hooks import forkserver
+
+    if mode.endswith("/forkserver"):
+        forkserver.start()
+    try:
+        yield mode.startswith("ns")
+    finally:
+        forkserver.stop()
 
 
 def python_path() -> str:

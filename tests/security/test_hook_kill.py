@@ -27,6 +27,7 @@ from tests.security.sandbox_probe import (
     pids_with,
     python_path,
     run_judge,
+    sandbox_mode,
     skip_unless_mode,
     token,
     wait_for,
@@ -87,7 +88,8 @@ async def test_escaped_children_die_at_the_deadline(kind: str, mode: str) -> Non
     hook = Hook.model_validate(
         {"type": "command", "command": escape_command(kind, spelled, "sleep 30"), "timeout": 1}
     )
-    seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns")
+    with sandbox_mode(mode) as namespaces:
+        seen, elapsed, result = await _run_and_watch(hook, marker, namespaces)
     assert seen, "the escaping child never started"
     assert result.timed_out  # type: ignore[attr-defined]
     assert elapsed < 2.5, f"answered {elapsed:.2f}s after start for a 1 s timeout"
@@ -107,7 +109,8 @@ async def test_escaped_children_die_when_the_hook_ends(kind: str, mode: str, hoo
     hook = Hook.model_validate(
         {"type": "command", "command": escape_command(kind, spelled, wait), "timeout": 10}
     )
-    seen, elapsed, result = await _run_and_watch(hook, marker, mode == "ns", flag)
+    with sandbox_mode(mode) as namespaces:
+        seen, elapsed, result = await _run_and_watch(hook, marker, namespaces, flag)
     assert seen, "the escaping child never started"
     assert (result.exit_code, result.timed_out) == (0, False)  # type: ignore[attr-defined]
     assert elapsed < 8
@@ -156,10 +159,13 @@ def test_a_judge_killed_mid_hook_leaves_nothing_running(mode: str) -> None:
 
 #: A child that forks and exits, over and over (every generation re-parented, none living
 #: long); each generation adds a byte to the file named in argv[1].
+#: A process that forks and exits, generation after generation (each one a dot in the file
+#: it is given); it gives up by itself after a minute, so a failing run leaves nothing behind.
 CHAIN = (
-    "import os, sys\n"
+    "import os, sys, time\n"
     "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
-    "while True:\n"
+    "end = time.monotonic() + 60\n"
+    "while time.monotonic() < end:\n"
     "    os.write(fd, b'.')\n"
     "    if os.fork(): os._exit(0)\n"
     "    os.setsid()\n"
@@ -184,7 +190,8 @@ async def test_a_child_that_keeps_forking_and_exiting_dies_at_the_deadline(
         command = f"python3 -c {_quoted(CHAIN)} {generations} </dev/null >/dev/null 2>&1 &\nsleep 30"
         hook = Hook.model_validate({"type": "command", "command": command, "timeout": 2})
         start = time.monotonic()
-        result = await run_command_hook(hook, "{}", namespaces=mode == "ns")
+        with sandbox_mode(mode) as namespaces:
+            result = await run_command_hook(hook, "{}", namespaces=namespaces)
         elapsed = time.monotonic() - start
         assert result.timed_out
         assert generations.stat().st_size > 100, "the chain never ran"

@@ -81,7 +81,7 @@ def probe(files: list[str], mode: str, python: list[str] | None = None) -> dict[
     env = {"OPENAI_API_KEY": SECRET, "JUDGE_API_TOKEN": SECRET, "JUDGE_TEST_PASSED": PASSED}
     # A shell holding the secret stays the judge's parent, except where the sandbox does
     # not promise to hide ancestors: a judge without root and without namespaces.
-    via_shell = mode == "ns" or (python is None and os.geteuid() == 0)
+    via_shell = mode.startswith("ns") or (python is None and os.geteuid() == 0)
     done = run_judge(probe_hook(files), mode, env, python=python, via_shell=via_shell)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -46,6 +46,7 @@ def test_every_route_is_documented():
         "/api/v2/hooks/SubagentStop",
         "/api/v2/hooks/PostToolUse",
         "/api/v2/hooks/PreToolUse",
+        "/api/v2/claude-code",
     }
 
 

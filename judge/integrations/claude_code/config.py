@@ -60,7 +60,7 @@ def _bundled(config_path: str, text: str) -> tuple[Config, str, list[str]]:
     """The file's ``text`` loaded (not yet checked) with the calibration files it names
     read once: the configuration judged by them, the text to pin (:func:`pin.bundle`)
     and the files. ConfigError for an invalid configuration."""
-    config = config_from_text(text, config_path)
+    config = parsed(text, config_path)  # (its calibration is found again below, from the files read now)
     paths = calibration_files(config)
     if not paths:
         return config, text, []
@@ -81,6 +81,25 @@ def _keep(state_path: Path, config_path: str, config: Config, pinned: str, also:
     sha = keep_copy(str(state_path), pinned)
     write_config_index(state_path, config_path, config, sha, also)
     return sha
+
+
+#: Configurations parsed per (real path, path, text): a process answering many events
+#: (a worker of the resident judge) parses each text once; checks still run every time.
+_parsed: dict[tuple[str, str, str], Config] = {}
+PARSED_KEPT = 8
+
+
+def parsed(text: str, config_path: str) -> Config:
+    """``config_from_text(text, config_path)``, remembered (it depends on nothing else:
+    the path's real location included in the key)."""
+    key = (os.path.realpath(config_path), config_path, text)
+    config = _parsed.get(key)
+    if config is None:
+        config = config_from_text(text, config_path)
+        if len(_parsed) >= PARSED_KEPT:
+            _parsed.clear()
+        _parsed[key] = config
+    return config
 
 
 def _load_current(state_path: Path, config_path: str, text: str) -> tuple[Config, str]:

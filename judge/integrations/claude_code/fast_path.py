@@ -22,14 +22,16 @@ read here. The fast path never blocks and never allows anything the full path wo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
-from typing import Any
 
 from judge import __version__
 from judge.integrations.claude_code import pin as pins
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing costs milliseconds on every hook event)
+    from typing import Any
 
 #: Largest hook input read from stdin (the full adapter enforces the same limit).
 MAX_STDIN_BYTES = 64 * 1024 * 1024
@@ -57,8 +59,9 @@ EVENT_HOOKS = {"PostToolUseFailure": "PostToolUse", "PreSkillShellCommand": "Pre
 _SIMPLE_MATCHER = re.compile(r"[A-Za-z0-9_|.*+?()\-: ]*")
 _VALUE_FLAGS = ("--config", "--state", "--data-dir", "--timeout", "--rewrite")
 #: ``--pinned``: sessions are pinned at SessionStart (the installer writes it), so a judged
-#: call that finds no pin is worth a notice (the full adapter gives it).
-_SWITCHES = ("--pinned",)
+#: call that finds no pin is worth a notice (the full adapter gives it). ``--resident``:
+#: what the fast path cannot answer goes to the resident judge (:mod:`.relay`).
+_SWITCHES = ("--pinned", "--resident")
 
 
 def default_state_path() -> str:
@@ -87,7 +90,7 @@ def _config_identity(config_path: str, also: list[str] | None = None) -> list[An
 
 def index_path(state_path: str, config_path: str) -> str:
     """Where the index of ``config_path`` is kept (beside the state file)."""
-    key = hashlib.sha256(os.path.realpath(config_path).encode()).hexdigest()[:32]
+    key = pins.sha256(os.path.realpath(config_path).encode()).hexdigest()[:32]
     return os.path.join(os.path.dirname(state_path) or ".", "config-index", f"{key}.json")
 
 
@@ -158,6 +161,13 @@ def _parse_flags(argv: list[str]) -> dict[str, str] | None:
         flags[name] = value
         i += 1
     return flags
+
+
+def resident_flags(argv: list[str]) -> dict[str, str] | None:
+    """The flags of ``judge claude-code ARGV`` when it asks for the resident judge (and
+    names only flags the resident takes); else None."""
+    flags = _parse_flags(argv)
+    return flags if flags is not None and "--resident" in flags else None
 
 
 def _nothing_to_do(index: dict[str, Any], hook_input: dict[str, Any]) -> bool:

@@ -20,9 +20,15 @@ exactly the Claude Code events the judge configuration needs:
 * a PreToolUse entry whose judge hooks fail closed (``failMode: block``, the default there)
   gets ``"onFailure": "block"``, so Claude Code denies the call when judge cannot answer
   at all (its interpreter gone, a crash);
-* the command is ``<python> -m judge claude-code --config <path> --timeout <s>`` with an
-  absolute interpreter path and a quoted configuration path (``$CLAUDE_PROJECT_DIR``-relative
-  for a configuration inside the project).
+* with ``--http URL`` the events whose hooks fail open get ``type: "http"`` entries posting
+  to that ``judge serve`` (``POST /api/v2/claude-code``, the token from
+  ``$JUDGE_API_TOKEN``); PreToolUse and every event with a hook that fails closed keep
+  their command entries (:func:`http_serves`);
+* the command is ``<python> -m judge claude-code --config <path> --timeout <s> --pinned
+  --resident`` with an absolute interpreter path and a quoted configuration path
+  (``$CLAUDE_PROJECT_DIR``-relative for a configuration inside the project); ``--resident``
+  hands events to the resident judge (:mod:`~judge.integrations.claude_code.relay`), left
+  out with ``--no-resident``.
 
 Running it again changes nothing; the user's other hooks are kept as they are; the file is
 only written when it changes (atomically). ``--dry-run`` prints a unified diff instead;
@@ -49,6 +55,7 @@ from judge.errors import ConfigError
 from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
 from judge.hooks.calibration import status_lines
 from judge.integrations.claude_code.answer import Answer
+from judge.integrations.claude_code.http_hooks import http_handler, http_serves, is_http_handler
 from judge.integrations.claude_code.protocol import (
     CLAUDE_CODE_EVENTS,
     HANDLED_EVENTS,
@@ -82,6 +89,8 @@ class Entry:
     command: str
     #: Claude Code blocks the call when judge itself cannot answer (see ``on_failure``)
     block_on_failure: bool = False
+    #: an http hook posting to ``judge serve`` at this URL instead of the command
+    url: str | None = None
 
     @property
     def claude_code_timeout(self) -> int:
@@ -93,6 +102,8 @@ class Entry:
             "command": self.command,
             "timeout": self.claude_code_timeout,
         }
+        if self.url is not None:
+            handler = http_handler(self.url, self.judge_timeout, self.claude_code_timeout)
         if self.block_on_failure:
             handler["onFailure"] = "block"
         out: dict[str, Any] = {"matcher": self.matcher} if self.matcher is not None else {}
@@ -110,7 +121,10 @@ def settings_path(scope: str, project: Path) -> Path:
 
 
 def is_judge_handler(handler: Any) -> bool:
-    """Whether a settings hook handler runs ``judge claude-code`` (ours to replace/remove)."""
+    """Whether a settings hook handler runs ``judge claude-code`` or posts to ``judge
+    serve``'s Claude Code endpoint (ours to replace/remove)."""
+    if is_http_handler(handler):
+        return True
     if not isinstance(handler, dict) or handler.get("type") != "command":
         return False
     command = handler.get("command")
@@ -151,7 +165,9 @@ def judge_timeout(event: str, hooks: list[Hook]) -> int:
     return min(spent + JUDGE_MARGIN, MAX_JUDGE_TIMEOUT)
 
 
-def hook_command(config_path: Path, project: Path, scope: str, timeout: int, rewrite: str | None) -> str:
+def hook_command(
+    config_path: Path, project: Path, scope: str, timeout: int, rewrite: str | None, resident: bool = True
+) -> str:
     python = shlex.quote(sys.executable)
     config_arg = shlex.quote(str(config_path))
     if scope in ("project", "local"):
@@ -162,6 +178,8 @@ def hook_command(config_path: Path, project: Path, scope: str, timeout: int, rew
         else:
             config_arg = '"$CLAUDE_PROJECT_DIR"/' + shlex.quote(relative.as_posix())
     command = f"{python} -m judge claude-code --config {config_arg} --timeout {timeout} --pinned"
+    if resident:  # events go to the resident judge (relay.py), in process when it is not there
+        command += " --resident"
     return f"{command} --rewrite {rewrite}" if rewrite else command
 
 
@@ -172,8 +190,11 @@ def wanted_entries(
     scope: str,
     timeout: float | None = None,
     rewrite: str | None = None,
+    resident: bool = True,
+    http: str | None = None,
 ) -> list[Entry]:
-    """The hook entries the configuration needs, in Claude Code event order."""
+    """The hook entries the configuration needs, in Claude Code event order; with
+    ``http`` (a ``judge serve`` URL), http hooks for the events :func:`http_serves`."""
     entries: list[Entry] = []
     for event, hooks in _hooks_by_event(config).items():
         matcher: str | None = None
@@ -183,7 +204,7 @@ def wanted_entries(
                 continue  # no judge hook of this event matches any tool
             hooks = [h for h in hooks if h.matcher]
         seconds = int(timeout) if timeout is not None else judge_timeout(event, hooks)
-        command = hook_command(config_path, project, scope, seconds, rewrite)
+        command = hook_command(config_path, project, scope, seconds, rewrite, resident)
         # A PreToolUse policy that fails closed stays closed when judge cannot even answer
         # (a missing interpreter, a crash): Claude Code's onFailure (2.1.295+; older versions
         # ignore the key) then counts the failure as a block.
@@ -191,9 +212,10 @@ def wanted_entries(
         for cc_event in CLAUDE_CODE_EVENTS[event]:
             if cc_event not in HANDLED_EVENTS:
                 raise InstallError(f"refusing to register {cc_event}: judge cannot serve it")
-            entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed))
-    if entries:  # the session keeps the configuration it started with (see .pin)
-        command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None)
+            url = http if http is not None and http_serves(cc_event, hooks) else None
+            entries.append(Entry(cc_event, matcher, seconds, command, block_on_failure=closed, url=url))
+    if any(entry.url is None for entry in entries):  # the session keeps its configuration (.pin)
+        command = hook_command(config_path, project, scope, SESSION_START_TIMEOUT, None, resident)
         entries.insert(0, Entry(SESSION_START, None, SESSION_START_TIMEOUT, command))
     return entries
 
@@ -360,7 +382,9 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
             answer.error(line)
         timeout = getattr(args, "install_timeout", None)
         rewrite = getattr(args, "install_rewrite", None)
-        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite)
+        resident = getattr(args, "install_resident", True)
+        http = getattr(args, "install_http", None)
+        entries = wanted_entries(config, config_path, project, args.scope, timeout, rewrite, resident, http)
         if not entries:
             answer.error(f"{config_path} has no hooks Claude Code can run; registering nothing")
     before, settings = read_settings(path)

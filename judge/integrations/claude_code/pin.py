@@ -40,15 +40,25 @@ it is and says that the session's configuration was lost.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import re
 import stat
 import time
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # (typing costs milliseconds on every hook event)
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+try:  # the interpreter's own SHA-256: hashlib's OpenSSL binding costs milliseconds per event
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]  # Python 3.11
+except ImportError:
+    try:
+        from _sha2 import sha256 as _sha256  # type: ignore[import-not-found,no-redef]  # 3.12+
+    except ImportError:
+        from hashlib import sha256 as _sha256  # type: ignore[assignment]
+sha256: Callable[[bytes], Any] = _sha256
 
 FORMAT = 1
 #: Pins and copies not used for this long are removed (seconds).
@@ -106,7 +116,7 @@ def enabled(environ: Mapping[str, str] = os.environ) -> bool:
 
 def digest(text: str) -> str:
     """The SHA-256 of a configuration's text."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return str(sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
 
 
 def _folder(state_path: str) -> str:
@@ -117,7 +127,7 @@ def _pin_path(state_path: str, session_id: str, config_path: str) -> str:
     # The path as the hook command names it, not where it leads: a symlink swapped in for
     # the file must not make a session look new.
     name = f"{session_id}\0{os.path.abspath(config_path)}".encode("utf-8", "surrogatepass")
-    return os.path.join(_folder(state_path), f"{hashlib.sha256(name).hexdigest()[:32]}.json")
+    return os.path.join(_folder(state_path), f"{sha256(name).hexdigest()[:32]}.json")
 
 
 def _read_small(path: str, limit: int) -> bytes | None:
@@ -159,26 +169,32 @@ def write_private(path: str, text: str) -> None:
             out.write(text)
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(tmp)
+        except OSError:
+            pass
         raise
 
 
 def _touch(path: str) -> None:
-    with contextlib.suppress(OSError):
+    try:
         if time.time() - os.stat(path).st_mtime > TOUCH_SECONDS:
             os.utime(path)
+    except OSError:
+        pass
 
 
 def keep_copy(state_path: str, text: str) -> str:
     """Keep ``text`` (a configuration that loaded and validated) by its SHA-256; the SHA."""
     sha = digest(text)
     path = _copy_path(state_path, sha)
-    with contextlib.suppress(OSError):
+    try:
         if os.path.exists(path):
             _touch(path)
         else:
             write_private(path, text)
+    except OSError:
+        pass
     return sha
 
 
@@ -250,23 +266,32 @@ def prune(state_path: str, now: float | None = None) -> int:
     """Remove pins and copies unused for :data:`PRUNE_SECONDS`; how many were removed."""
     limit = (time.time() if now is None else now) - PRUNE_SECONDS
     removed = 0
-    with contextlib.suppress(OSError), os.scandir(_folder(state_path)) as entries:
-        for entry in entries:
-            with contextlib.suppress(OSError):
-                if entry.name.endswith((".json", ".conf", ".tmp")) and entry.stat().st_mtime < limit:
-                    os.unlink(entry.path)
-                    removed += 1
+    try:
+        with os.scandir(_folder(state_path)) as entries:
+            for entry in entries:
+                try:
+                    if entry.name.endswith((".json", ".conf", ".tmp")) and entry.stat().st_mtime < limit:
+                        os.unlink(entry.path)
+                        removed += 1
+                except OSError:
+                    pass
+    except OSError:
+        pass
     return removed
 
 
-class SessionConfig(NamedTuple):
+class SessionConfig:
     """What one call of a session loads: ``text`` (None: the file's own text, ``current``)
-    and a ``note`` for the user (None: nothing to tell)."""
+    and a ``note`` for the user (None: nothing to tell); ``first``: the session has no pin
+    yet, pin what loads."""
 
-    text: str | None
-    note: str | None = None
-    #: the session has no pin yet: pin what loads
-    first: bool = False
+    __slots__ = ("first", "note", "text")
+
+    def __init__(self, text: str | None, note: str | None = None, first: bool = False) -> None:
+        self.text, self.note, self.first = text, note, first
+
+    def __repr__(self) -> str:
+        return f"SessionConfig(text={self.text!r}, note={self.note!r}, first={self.first!r})"
 
 
 def session_config(
