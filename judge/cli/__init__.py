@@ -16,6 +16,7 @@ from typing import NoReturn
 
 from judge import __version__
 from judge.cli.claude_code import add_claude_code_parser
+from judge.cli.hosts import HOST_TITLES, add_host_parsers
 from judge.cli.logs import add_logs_parser
 from judge.cli.model_flag import ModelFlag
 from judge.cli.run import add_run_parser
@@ -166,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(sub, cmd_serve)
 
     add_claude_code_parser(sub, cmd_claude_code, cmd_claude_code_install)
+    add_host_parsers(sub)
     add_logs_parser(sub)
 
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
@@ -298,13 +300,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None and errors in ("strict", "surrogateescape"):
             reconfigure(errors="backslashreplace" if errors == "strict" else _ESCAPE_OTHERS)
     stdin_data: bytes | None = None
-    read_stdin = arguments[:1] == ["claude-code"]
+    read_stdin = bool(arguments) and (arguments[0] == "claude-code" or arguments[0] in HOST_TITLES)
     if read_stdin:
-        # Claude Code starts a process per tool call: answer "nothing to do" without
-        # loading the configuration or the engine when no hook can match.
-        from judge.cli.claude_code import answers_fast
+        # A host starts a process per tool call: answer "nothing to do" without loading
+        # the configuration or the engine when no hook can match.
+        if arguments[0] == "claude-code":
+            from judge.cli.claude_code import answers_fast
 
-        answered, stdin_data = answers_fast(arguments[1:])
+            answered, stdin_data = answers_fast(arguments[1:])
+        else:
+            from judge.cli.hosts import answers_fast as host_answers_fast
+
+            answered, stdin_data = host_answers_fast(arguments[0], arguments[1:])
         if answered:
             return 0
     parser = build_parser()
