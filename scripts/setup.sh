@@ -10,6 +10,9 @@ fi
 # The real Claude Code CLI for tests/realclient (from npm, into a cache folder; those
 # tests skip with the reason when it cannot be installed).
 .venv/bin/python tests/realclient/claude_cli.py || true
+# Codex CLI, Gemini CLI and Copilot CLI for the same tier (pinned, from npm, skipped with
+# the reason when they cannot be installed).
+.venv/bin/python tests/realclient/host_clis.py || true
 # Debian's Chromium for the live view's browser test (tests/service/test_ui.py); without it
 # that test is skipped with the reason.
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -138,14 +138,24 @@ def _gemini_messages(path: Path) -> list[dict[str, Any]]:
     return [messages[key] for key in order]
 
 
+def _only_tool_results(content: Any) -> bool:
+    """A user record that only sends tool results back (already shown with their calls)."""
+    return (
+        isinstance(content, list)
+        and bool(content)
+        and all(isinstance(p, dict) and "functionResponse" in p for p in content)
+    )
+
+
 def _gemini(path: Path, last: _Last) -> Iterator[str]:
     for message in _gemini_messages(path):
         kind = str(message.get("type") or "message")
         body = _parts_text(message.get("content"))
-        role = "ASSISTANT" if kind == "gemini" else kind.upper()
-        if body.strip() or kind != "gemini":
-            yield from _labelled(role, body)
-        if kind == "gemini" and body.strip():
+        if kind != "gemini":
+            if not _only_tool_results(message.get("content")):
+                yield from _labelled(kind.upper(), body)
+        elif body.strip():
+            yield from _labelled("ASSISTANT", body)
             last.text = body
         for call in message.get("toolCalls") or []:
             if not isinstance(call, dict):

@@ -112,6 +112,9 @@ class Dialect:
     withholds: ClassVar[bool] = True
     #: the host's transcript format (:mod:`judge.transcripts.host_logs`)
     transcript_format: ClassVar[str] = "jsonl"
+    #: the answer in the host's log is judged before the one in its input (Gemini's input
+    #: holds everything the agent answered to the prompt, retries included)
+    answer_from_log: ClassVar[bool] = False
     #: the host's event names -> the judge configuration event whose hooks judge them
     config_events: ClassVar[dict[str, str]] = {}
     #: the installer: judge configuration event -> the host events registered for it

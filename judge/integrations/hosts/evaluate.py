@@ -88,7 +88,10 @@ def build_context(
     ctx.update({name: value for name, value in present.items() if value})
     ctx.update({k: v for k, v in call.extra.items() if k not in ctx})
     if call.event in STOP_EVENTS:
-        ctx["final_output"] = call.final_output if call.final_output is not None else (last_text or "")
+        answer = call.final_output
+        if answer is None or (dialect.answer_from_log and last_text is not None):
+            answer = last_text
+        ctx["final_output"] = answer or ""
         return ctx
     ctx["tool_input"] = call.tool_input if call.tool_input is not None else {}
     if call.tool_use_id:

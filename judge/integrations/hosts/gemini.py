@@ -13,7 +13,8 @@ Events judge serves: ``AfterAgent`` (judged as Stop), ``BeforeTool`` (PreToolUse
 Input: ``session_id``, ``transcript_path`` (the chat JSONL), ``cwd``, ``hook_event_name``,
 ``timestamp``; AfterAgent adds ``prompt`` (the user's prompt, unchanged on retries),
 ``prompt_response`` (the agent's answer: on a retry, everything it answered to that
-prompt so far) and ``stop_hook_active``; BeforeTool ``tool_name``, ``tool_input``;
+prompt so far, so judge judges the chat log's last answer and falls back to this) and
+``stop_hook_active``; BeforeTool ``tool_name``, ``tool_input``;
 AfterTool adds ``tool_response`` (``{llmContent, returnDisplay, error?}``).
 
 Output (exit 0): Gemini parses stdout as JSON whatever the exit code, and treats a
@@ -74,6 +75,7 @@ class Gemini(Dialect):
     block_cap: ClassVar[int | None] = None
     rewrites: ClassVar[bool] = True
     transcript_format: ClassVar[str] = "gemini"
+    answer_from_log: ClassVar[bool] = True
     config_events: ClassVar[dict[str, str]] = CONFIG_EVENT
 
     host_events: ClassVar[dict[str, tuple[str, ...]]] = HOST_EVENTS
