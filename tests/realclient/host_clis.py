@@ -89,7 +89,8 @@ def install(cli: Cli) -> str | None:
         return failed.read_text().strip() + f" (not retried for an hour; remove {failed} to retry now)"
     cli.folder().mkdir(parents=True, exist_ok=True)
     spec = f"{cli.package}@{cli.version}"
-    command = [npm, "install", "--prefix", str(cli.folder()), "--no-audit", "--no-fund", "--loglevel=error", spec]
+    command = [npm, "install", "--prefix", str(cli.folder()), "--no-audit", "--no-fund", "--loglevel=error"]
+    command.append(spec)
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False)
         problem = None

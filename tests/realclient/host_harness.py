@@ -139,8 +139,10 @@ class HostSession:
             kept = config.read_text() if config.exists() else ""
             kept = kept.split("# judge-tests: end of provider\n", 1)[-1]
             config.write_text(provider + "# judge-tests: end of provider\n" + kept)
-            env.update(LOCAL_MODEL_KEY="test-key", OPENAI_API_KEY="test-key", OPENAI_BASE_URL=server.openai_base_url)
-            return [str(self.binary), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", prompt], env
+            env.update(LOCAL_MODEL_KEY="test-key", OPENAI_API_KEY="test-key")
+            env["OPENAI_BASE_URL"] = server.openai_base_url
+            command = [str(self.binary), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access"]
+            return [*command, prompt], env
         if self.host == "copilot":
             env.update(
                 COPILOT_OFFLINE="true",
@@ -201,7 +203,8 @@ class HostSession:
                     check=False,
                 )
             except subprocess.TimeoutExpired as exc:
-                raise AssertionError(f"{self.host} did not finish within {RUN_TIMEOUT} s: {exc.stderr!r}") from exc
+                late = f"{self.host} did not finish within {RUN_TIMEOUT} s: {exc.stderr!r}"
+                raise AssertionError(late) from exc
             return HostRun(done.returncode, done.stdout, done.stderr, list(server.requests))
 
     def close(self) -> None:

@@ -51,8 +51,8 @@ DENY_RM = (
 
 
 ADD_CONTEXT = (
-    "#!/bin/bash\necho '{\"decision\": \"approve\", \"hookSpecificOutput\": "
-    "{\"additionalContext\": \"POLICY NOTE: check the exit code\"}}'\n"
+    '#!/bin/bash\necho \'{"decision": "approve", "hookSpecificOutput": '
+    '{"additionalContext": "POLICY NOTE: check the exit code"}}\'\n'
 )
 
 
@@ -60,7 +60,7 @@ def test_codex_tool_calls_and_stops_are_judged(session: HostSession) -> None:
     """The whole path: a denied shell call never runs, the Stop is judged by a model that
     greps Codex's rollout (rendered for it), its reason sends the agent back, and the
     second answer is approved."""
-    stop_hook = {"type": "prompt", "model": f"openai:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    stop_hook = {"type": "prompt", "model": f"openai:{JUDGE_MODEL}", "prompt": "Build green? $ARGUMENTS"}
     session.judge_config = {
         "hooks": {
             "PreToolUse": [{"type": "command", "matcher": "Bash", "script": DENY_RM}],
@@ -95,7 +95,7 @@ def test_an_always_blocking_stop_hook_is_capped_by_judge_since_codex_has_no_cap(
     """Codex honours any number of Stop blocks in a row, and maxRejections does not bound a
     command hook: judge's own cap lets the agent stop (the note goes to Codex as a
     systemMessage, which ``codex exec`` does not print)."""
-    block = "#!/bin/bash\necho '{\"decision\": \"block\", \"reason\": \"KEEP GOING\"}'\n"
+    block = '#!/bin/bash\necho \'{"decision": "block", "reason": "KEEP GOING"}\'\n'
     session.judge_config = {"hooks": {"Stop": [{"type": "command", "script": block}]}}
     session.env["JUDGE_STOP_BLOCK_CAP"] = "2"
     session.install()
@@ -119,7 +119,8 @@ def test_uninstalling_judge_keeps_the_users_own_hooks_trusted(session: HostSessi
     document["hooks"]["Stop"].append({"hooks": [mine]})  # the user adds a hook and approves it
     hooks_file.write_text(json.dumps(document))
     config = session.codex_home / "config.toml"
-    record = f'\n[hooks.state."{hooks_file}:stop:1:0"]\nenabled = true\ntrusted_hash = "{trusted_hash("Stop", None, mine)}"\n'
+    approved = trusted_hash("Stop", None, mine)
+    record = f'\n[hooks.state."{hooks_file}:stop:1:0"]\nenabled = true\ntrusted_hash = "{approved}"\n'
     config.write_text(config.read_text() + record)
 
     session.install("--uninstall")

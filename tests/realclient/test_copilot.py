@@ -65,7 +65,7 @@ WITHHOLD_SECRETS = (
 def test_copilot_tool_calls_and_stops_are_judged(session: HostSession) -> None:
     """A denied call never runs, a secret in a result is withheld, and the Stop - whose
     input has no answer - is judged on the answer and history read from events.jsonl."""
-    stop_hook = {"type": "prompt", "model": f"openai:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    stop_hook = {"type": "prompt", "model": f"openai:{JUDGE_MODEL}", "prompt": "Build green? $ARGUMENTS"}
     session.judge_config = {
         "hooks": {
             "PreToolUse": [{"type": "command", "matcher": "Bash", "script": DENY_RM}],
@@ -98,7 +98,7 @@ def test_copilot_tool_calls_and_stops_are_judged(session: HostSession) -> None:
     assert len(agent) == 5, result.explain()
 
 
-COUNT_STOPS = "#!/bin/bash\ncat > /dev/null\necho x >> {marker}\necho '{{\"decision\": \"approve\"}}'\n"
+COUNT_STOPS = '#!/bin/bash\ncat > /dev/null\necho x >> {marker}\necho \'{{"decision": "approve"}}\'\n'
 
 
 def _claude_code_install(session: HostSession, config: dict[str, object]) -> None:
@@ -128,13 +128,15 @@ def test_judge_claude_code_entries_that_copilot_runs_are_answered_in_copilots_di
     _claude_code_install(session, {"hooks": {"Stop": [stop], "PreToolUse": [deny]}})
     session.env["COPILOT_ALLOW_ALL"] = "true"  # a trusted folder: Copilot reads .claude/settings.json
     session.work.joinpath("build").mkdir()
-    result = session.run("clean", [call("bash", command="rm -rf build", description="clean"), say("Cleaned.")])
+    clean = call("bash", command="rm -rf build", description="clean")
+    result = session.run("clean", [clean, say("Cleaned.")])
     assert result.returncode == 0, result.explain()
     assert session.work.joinpath("build").is_dir(), result.explain()  # denied in Copilot's dialect
     assert result.agent_requests[1].tool_results[-1] == "Denied by preToolUse hook: POLICY: never rm"
     assert claude_marker.read_text() == "x\n"
 
-    session.judge_config = {"hooks": {"Stop": [{"type": "command", "script": COUNT_STOPS.format(marker=copilot_marker)}]}}
+    counted = {"type": "command", "script": COUNT_STOPS.format(marker=copilot_marker)}
+    session.judge_config = {"hooks": {"Stop": [counted]}}
     session.install()
     result = session.run("again", [say("Again.")])
     assert result.returncode == 0, result.explain()

@@ -49,8 +49,8 @@ DENY_RM = (
     "else {'decision': 'approve'}))\n"
 )
 ADD_CONTEXT = (
-    "#!/bin/bash\necho '{\"decision\": \"approve\", \"hookSpecificOutput\": "
-    "{\"additionalContext\": \"POLICY NOTE: check the exit code\"}}'\n"
+    '#!/bin/bash\necho \'{"decision": "approve", "hookSpecificOutput": '
+    '{"additionalContext": "POLICY NOTE: check the exit code"}}\'\n'
 )
 
 
@@ -63,7 +63,7 @@ def test_gemini_tool_calls_and_stops_are_judged(session: HostSession) -> None:
     """A denied call never runs, judge's context follows a result, and AfterAgent is judged
     by a model that greps Gemini's chat log; its reason is the agent's next prompt, and the
     retry is judged on its own answer."""
-    stop_hook = {"type": "prompt", "model": f"openai:{JUDGE_MODEL}", "prompt": "Is the build green? $ARGUMENTS"}
+    stop_hook = {"type": "prompt", "model": f"openai:{JUDGE_MODEL}", "prompt": "Build green? $ARGUMENTS"}
     session.judge_config = {
         "hooks": {
             "PreToolUse": [{"type": "command", "matcher": "run_shell_command", "script": DENY_RM}],
