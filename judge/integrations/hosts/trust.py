@@ -143,18 +143,24 @@ def edited_config(text: str, path: str, state: dict[str, Any]) -> str:
         current = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TrustError(f"config.toml is not valid TOML ({exc}); fix it by hand first") from None
+    present = current.get("hooks", {}).get("state", {})
+    present = present if isinstance(present, dict) else {}
+    wanted = {k: v for k, v in state.items() if k.startswith(f"{path}:")}
+    stale = {k for k in present if k.startswith(f"{path}:") and wanted.get(k) != present[k]}
+    added = {k: v for k, v in wanted.items() if present.get(k) != v}
+    if not stale and not added:
+        return text
     kept: list[str] = []
     skipping = False
     for line in text.splitlines(keepends=True):
         header = _header_key(line)
         if header is not None:
-            skipping = header.startswith(f"{path}:")
+            skipping = header in stale
         elif _ANY_HEADER.match(line):
             skipping = False
         if not skipping:
             kept.append(line)
     out = "".join(kept)
-    added = {k: v for k, v in state.items() if k.startswith(f"{path}:")}
     if added and out and not out.endswith("\n"):
         out += "\n"
     for record_key, record in added.items():
