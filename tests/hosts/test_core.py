@@ -228,7 +228,9 @@ def test_a_rewrite_reaches_hosts_that_keep_their_approval_and_is_a_denial_on_cod
     assert allowed is not None and allowed["hookSpecificOutput"]["updatedInput"] == {"command": "ls"}
 
 
-def test_an_ask_is_a_denial_that_says_the_host_cannot_ask(tmp_path: Path) -> None:
+def test_an_ask_is_copilots_confirmation_and_elsewhere_a_call_that_runs_with_a_note(tmp_path: Path) -> None:
+    """Where no one can be asked, judge's rules let an "ask" run; Copilot CLI asks its user
+    (and ``copilot -p``, which cannot, denies)."""
     said = {
         "hookEventName": "PreToolUse",
         "permissionDecision": "ask",
@@ -240,12 +242,11 @@ def test_an_ask_is_a_denial_that_says_the_host_cannot_ask(tmp_path: Path) -> Non
         "command": "echo '" + json.dumps({"hookSpecificOutput": said}) + "'",
     }
     args = flags(tmp_path, {"hooks": {"PreToolUse": [ask]}})
-    out, _ = answer(COPILOT, args, payloads.copilot_native("preToolUse", tmp_path))
-    assert out is not None and out["permissionDecision"] == "deny"
-    assert (
-        "big change" in out["permissionDecisionReason"]
-        and "cannot ask through Copilot CLI" in out["permissionDecisionReason"]
-    )
+    copilot, _ = answer(COPILOT, args, payloads.copilot_native("preToolUse", tmp_path))
+    assert copilot == {"permissionDecision": "ask", "permissionDecisionReason": "big change"}
+    codex, _ = answer(CODEX, args, payloads.codex("PreToolUse", tmp_path))
+    note = "judge: a hook asks to confirm this call (big change); Codex CLI cannot ask, so it runs"
+    assert codex == {"systemMessage": note}
 
 
 def test_calls_judge_does_not_judge_print_nothing(tmp_path: Path) -> None:

@@ -32,7 +32,9 @@ Output (exit 0):
   prompt. **Copilot ends the turn after 8 blocks in a row** (a ``maxRejections`` above 9
   never takes effect there). Exit 2 does not block a stop.
 * PreToolUse deny: ``permissionDecision: "deny"`` with ``permissionDecisionReason`` (the
-  VS Code form also as Claude's ``hookSpecificOutput``); a rewrite is ``modifiedArgs``.
+  VS Code form also as Claude's ``hookSpecificOutput``); a rewrite is ``modifiedArgs``; a
+  hook that asks for confirmation is ``permissionDecision: "ask"`` (``copilot -p`` cannot
+  ask, and denies).
   A crashing hook **denies** the call (fail closed) but exit 2 loses the reason, so judge
   denies in JSON; a hook that times out lets the call run (fail open) - judge's own
   ``--timeout``, below Copilot's, answers first.
@@ -86,6 +88,7 @@ COPILOT_BLOCK_CAP = 8
 #: Copilot's default hook timeout (seconds).
 DEFAULT_TIMEOUT = 30
 _FAILURE_EVENTS = ("PostToolUseFailure", "postToolUseFailure")
+ASK_REASON = "a judge hook asks you to confirm this call"
 #: The file judge writes its hooks to (one file per tool is Copilot's idiom).
 HOOKS_FILE = "judge.json"
 
@@ -123,6 +126,7 @@ class Copilot(Dialect):
     title: ClassVar[str] = "Copilot CLI"
     block_cap: ClassVar[int | None] = COPILOT_BLOCK_CAP
     rewrites: ClassVar[bool] = True
+    asks: ClassVar[bool] = True
     transcript_format: ClassVar[str] = "copilot"
     config_events: ClassVar[dict[str, str]] = CONFIG_EVENT
 
@@ -197,8 +201,11 @@ def _pre_tool_use(call: HostCall, verdict: Verdict) -> dict[str, Any]:
     if verdict.block is not None:
         out = {"permissionDecision": "deny", "permissionDecisionReason": verdict.block}
         specific.update(permissionDecision="deny", permissionDecisionReason=verdict.block)
-    elif verdict.updated_input is not None:
-        out = {"modifiedArgs": verdict.updated_input}
+    elif verdict.ask is not None:  # the user confirms (a prompt run, which cannot, denies)
+        out = {"permissionDecision": "ask", "permissionDecisionReason": verdict.ask or ASK_REASON}
+        specific.update(permissionDecision="ask", permissionDecisionReason=verdict.ask or ASK_REASON)
+    if verdict.updated_input is not None and verdict.block is None:
+        out["modifiedArgs"] = verdict.updated_input
     if verdict.additional_context is not None:
         out["additionalContext"] = verdict.additional_context
     if call.shape == "claude" and len(specific) > 1:

@@ -81,6 +81,8 @@ class Verdict:
     block: str | None = None
     #: PreToolUse: run the call with this input instead
     updated_input: Any = None
+    #: PreToolUse: let the user confirm the call (its reason, or ""), where the host can ask
+    ask: str | None = None
     #: tool events: text for the model beside the call or its result
     additional_context: str | None = None
     #: what the user should learn (a forced stop, a hook that could not run)
@@ -90,6 +92,7 @@ class Verdict:
     def empty(self) -> bool:
         return (
             self.block is None
+            and self.ask is None
             and self.updated_input is None
             and self.additional_context is None
             and not self.notes
@@ -110,6 +113,8 @@ class Dialect:
     rewrites: ClassVar[bool] = False
     #: whether a PostToolUse block can replace the result the model sees
     withholds: ClassVar[bool] = True
+    #: whether a PreToolUse answer can ask the user to confirm the call
+    asks: ClassVar[bool] = False
     #: the host's transcript format (:mod:`judge.transcripts.host_logs`)
     transcript_format: ClassVar[str] = "jsonl"
     #: the answer in the host's log is judged before the one in its input (Gemini's input

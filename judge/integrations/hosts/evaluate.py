@@ -161,13 +161,16 @@ def verdict_for(dialect: Dialect, call: HostCall, decision: Decision, rewrite: s
 
 def _pre_tool_use(dialect: Dialect, decision: Decision, verdict: Verdict, rewrite: str | None) -> None:
     """A rewrite the host can take (a dict where the host merges arguments), or a denial
-    saying what the policy wanted; an "ask" the host cannot put to the user: a denial."""
+    saying what the policy wanted; an "ask": the host's own confirmation where it has one,
+    else the call runs (as judge's rules say where no one can be asked) and the user is told."""
     if decision.ask is not None:
-        verdict.block = (
-            f"the policy asks the user to confirm this call ({decision.ask or 'ask'}); "
-            f"judge cannot ask through {dialect.title}, so it is denied"
-        )
-        return
+        if dialect.asks:
+            verdict.ask = decision.ask
+        else:
+            reason = f" ({decision.ask})" if decision.ask else ""
+            verdict.notes.append(
+                f"a hook asks to confirm this call{reason}; {dialect.title} cannot ask, so it runs"
+            )
     updated = decision.updated_input
     if updated is None:
         return
