@@ -21,7 +21,7 @@ Output (exit 0; judge never relies on exit 2):
 
 * Stop: ``{"decision": "block", "reason": R}`` - R reaches the model as a user message and
   the turn goes on. **Codex has no cap**: it honours any number of blocks in a row, so
-  judge caps them itself (:data:`judge.integrations.hosts.core.JUDGE_BLOCK_CAP`).
+  judge caps them itself (:data:`judge.integrations.hosts.evaluate.JUDGE_BLOCK_CAP`).
 * PreToolUse deny: ``hookSpecificOutput.permissionDecision: "deny"`` with
   ``permissionDecisionReason``. Codex refuses (marks the hook failed and **runs the tool**)
   a bare ``"allow"``, ``"ask"`` and ``permissionDecisionReason`` without a decision, so judge

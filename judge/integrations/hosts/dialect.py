@@ -106,7 +106,7 @@ class Dialect:
     name: ClassVar[str]
     title: ClassVar[str]
     #: consecutive Stop blocks after which the host ends the turn by itself; None: the host
-    #: honours blocks without limit, so judge caps them (:data:`.core.JUDGE_BLOCK_CAP`)
+    #: honours blocks without limit, so judge caps them (:data:`.evaluate.JUDGE_BLOCK_CAP`)
     block_cap: ClassVar[int | None] = None
     #: whether a PreToolUse rewrite can reach the tool without skipping the host's own
     #: permission flow (else it needs ``--rewrite allow`` or becomes a denial)
