@@ -5,7 +5,8 @@
 #   - Chromium (Debian's chromium): the live view's browser test, tests/service/test_ui.py
 #   - PostgreSQL (Debian's postgresql): the tests of judge serve --state postgresql://...,
 #     which start a throw-away cluster of their own
-#   - the Claude Code CLI (npm, into ~/.cache/judge-tests): tests/realclient/
+#   - the Claude Code CLI, and Codex, Gemini and Copilot CLIs (npm, pinned, into
+#     ~/.cache/judge-tests): tests/realclient/
 # System packages need root and apt-get; without them this says so and installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,3 +48,5 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
 fi
 # The pinned Claude Code CLI from npm, into a cache folder (it says what it does, or why not).
 "$PY" tests/realclient/claude_cli.py || true
+# Codex CLI, Gemini CLI and Copilot CLI for the same tier (pinned, from npm, or why not).
+"$PY" tests/realclient/host_clis.py || true

@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # (typing and argparse cost milliseconds on every hook event)
     Handler = Callable[[argparse.Namespace], int]
 
 
+#: The commands an agent host runs per hook event, the input on stdin (judge.cli.hosts has
+#: the other hosts' titles).
+HOOK_COMMANDS = ("claude-code", "codex", "gemini", "copilot", "cursor")
+
+
 def _parser_class() -> type[argparse.ArgumentParser]:
     """argparse with a configurable exit code for usage errors (``error_exit``), and help
     that shows the defaults (:class:`~judge.cli.help.HelpFormatter`)."""
@@ -125,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     from judge import __version__
     from judge.cli.claude_code import add_claude_code_parser
     from judge.cli.help import add_exit_codes
+    from judge.cli.hosts import add_host_parsers
     from judge.cli.logs import add_logs_parser
     from judge.cli.model_flag import ModelFlag
     from judge.cli.report_view import add_view_flags
@@ -159,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(sub, cmd_serve)
 
     add_claude_code_parser(sub, cmd_claude_code, cmd_claude_code_install)
+    add_host_parsers(sub)
     add_logs_parser(sub)
 
     p = sub.add_parser("eval", help="run an eval suite over recorded responses")
@@ -280,16 +287,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None and errors in ("strict", "surrogateescape"):
             reconfigure(errors="backslashreplace" if errors == "strict" else _ESCAPE_OTHERS)
     stdin_data: bytes | None = None
-    read_stdin = arguments[:1] == ["claude-code"]
+    read_stdin = bool(arguments) and arguments[0] in HOOK_COMMANDS
     if read_stdin:
-        # Claude Code starts a process per tool call: answer "nothing to do" without
-        # loading the configuration or the engine when no hook can match, and hand the
-        # rest to the resident judge (--resident) when it can be reached.
-        from judge.cli.claude_code import answers_fast
+        # A host starts a process per tool call: answer "nothing to do" without loading
+        # the configuration or the engine when no hook can match, and (Claude Code) hand
+        # the rest to the resident judge (--resident) when it can be reached.
+        if arguments[0] == "claude-code":
+            from judge.cli.claude_code import answers_fast
 
-        answered, stdin_data = answers_fast(arguments[1:])
-        if answered is not None:
-            return answered
+            answered, stdin_data = answers_fast(arguments[1:])
+            if answered is not None:
+                return answered
+        else:
+            from judge.cli.hosts import answers_fast as host_answers_fast
+
+            done, stdin_data = host_answers_fast(arguments[0], arguments[1:])
+            if done:
+                return 0
     parser = build_parser()
     if not arguments:  # `judge` alone: the help, with argparse's usage-error status
         parser.print_help(sys.stderr)

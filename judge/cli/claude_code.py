@@ -161,6 +161,11 @@ def run(args: argparse.Namespace) -> int:
     from judge.integrations.claude_code.failure import hook_text
 
     data = args.stdin_data if hasattr(args, "stdin_data") else read_stdin()
+    from judge.cli.hosts import served_for_claude_code
+
+    served = served_for_claude_code(args, data)  # run by Copilot CLI or Cursor, not Claude Code
+    if served is not None:
+        return served
     return write(respond(args, hook_text(data)))
 
 

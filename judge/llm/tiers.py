@@ -12,7 +12,8 @@ A tier resolves, first match wins, through:
 3. the built-in defaults of the default provider.
 
 The default provider is Anthropic when ``ANTHROPIC_API_KEY`` is set, else OpenAI when
-``OPENAI_API_KEY`` is set, else Anthropic (whose missing key is then reported).
+``OPENAI_API_KEY`` is set, else Anthropic (whose missing key is then reported); a
+``JUDGE_``-prefixed key (``JUDGE_ANTHROPIC_API_KEY``) counts as its variable does.
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ def canonical_tier(model: str) -> str | None:
 def default_provider(env: Mapping[str, str] | None = None) -> str:
     """Anthropic if its key is set, else OpenAI if its key is set, else Anthropic."""
     env = os.environ if env is None else env
-    if env.get("ANTHROPIC_API_KEY"):
+    if env.get("JUDGE_ANTHROPIC_API_KEY") or env.get("ANTHROPIC_API_KEY"):
         return "anthropic"
-    if env.get("OPENAI_API_KEY"):
+    if env.get("JUDGE_OPENAI_API_KEY") or env.get("OPENAI_API_KEY"):
         return "openai"
     return "anthropic"
 

@@ -94,8 +94,11 @@ class LLMRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        value = self.body.get("messages")
-        return value if isinstance(value, list) else []
+        """The conversation: ``messages``, or a Responses API request's ``input`` items."""
+        value = self.body.get("messages", self.body.get("input"))
+        if isinstance(value, str):  # a Responses API request's plain-text input
+            return [{"role": "user", "content": value}]
+        return [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
 
     @property
     def system(self) -> str:
@@ -105,6 +108,8 @@ class LLMRequest:
             if isinstance(system, list):
                 return "\n".join(str(b.get("text", "")) for b in system if isinstance(b, dict))
             return str(system)
+        if isinstance(self.body.get("instructions"), str):  # Responses API
+            return str(self.body["instructions"])
         return "\n".join(str(m.get("content") or "") for m in self.messages if m.get("role") == "system")
 
     @property
@@ -122,6 +127,8 @@ class LLMRequest:
         for message in self.messages:
             if message.get("role") == "tool":
                 out.append(_text_of(message.get("content")))
+            if message.get("type") == "function_call_output":  # Responses API
+                out.append(_text_of(message.get("output")))
             content = message.get("content")
             if isinstance(content, list):
                 out += [
@@ -148,7 +155,7 @@ def _text_of(content: Any) -> str:
         texts = []
         for block in content:
             if isinstance(block, dict):
-                if block.get("type") == "text":
+                if block.get("type") in ("text", "input_text", "output_text"):
                     texts.append(str(block.get("text", "")))
                 elif block.get("type") == "tool_result":
                     texts.append(_text_of(block.get("content")))

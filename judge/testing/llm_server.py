@@ -1,9 +1,11 @@
 """A local model server speaking both wire formats, for tests, benchmarks and CI.
 
-``POST /v1/chat/completions`` answers like OpenAI's Chat Completions and
-``POST /v1/messages`` like Anthropic's Messages API — streamed as server-sent events when
-the request says ``"stream": true`` (:mod:`judge.testing.anthropic_wire`) — so the official
-SDKs and the Claude Code CLI can be pointed at it (``OPENAI_BASE_URL=server.openai_base_url``,
+``POST /v1/chat/completions`` answers like OpenAI's Chat Completions,
+``POST /v1/responses`` like OpenAI's Responses API (:mod:`judge.testing.responses_wire`)
+and ``POST /v1/messages`` like Anthropic's Messages API — the last two streamed as
+server-sent events when the request says ``"stream": true``
+(:mod:`judge.testing.anthropic_wire`) — so the official SDKs and the agent CLIs (Claude
+Code, Codex CLI, Copilot CLI) can be pointed at it (``OPENAI_BASE_URL=server.openai_base_url``,
 ``ANTHROPIC_BASE_URL=server.anthropic_base_url``)::
 
     from judge.testing import LLMServer, say, call, fail, hang
@@ -49,6 +51,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import judge.testing.anthropic_wire as anthropic_wire
+import judge.testing.responses_wire as responses_wire
 from judge.testing.batch_wire import BatchStore
 from judge.testing.llm_replies import (
     LLMRequest,
@@ -118,6 +121,8 @@ class LLMServer:
                 *self.batches.routes(),
                 Route("/v1/chat/completions", self._openai, methods=["POST"]),
                 Route("/chat/completions", self._openai, methods=["POST"]),
+                Route("/v1/responses", self._responses, methods=["POST"]),
+                Route("/responses", self._responses, methods=["POST"]),
                 Route("/v1/messages", self._anthropic, methods=["POST"]),
                 Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
                 Route("/healthz", self._health, methods=["GET"]),
@@ -334,6 +339,23 @@ class LLMServer:
                 headers={"cache-control": "no-cache", "request-id": message_id},
             )
         return JSONResponse(anthropic_wire.message(recorded, blocks, reply, message_id, usage))
+
+    async def _responses(self, request: Request) -> Response:
+        recorded, outcome = await self._prepare(request, "openai")
+        if recorded is None or isinstance(outcome, Response):
+            assert isinstance(outcome, Response)
+            return outcome
+        items = responses_wire.output_items(outcome, lambda: str(next(self._ids)))
+        response_id = f"resp_{next(self._ids)}"
+        usage = _usage(recorded, outcome)
+        if recorded.body.get("stream") is True:
+            events = responses_wire.stream_events(recorded, items, response_id, usage)
+            return StreamingResponse(
+                anthropic_wire.encode_sse(events),
+                media_type="text/event-stream",
+                headers={"cache-control": "no-cache", "x-request-id": response_id},
+            )
+        return JSONResponse(responses_wire.response(recorded, items, response_id, usage))
 
     def _refuse_key(self, request: Request, fmt: WireFormat) -> Response | None:
         if self.api_key is not None and not _key_matches(request, self.api_key):

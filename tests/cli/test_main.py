@@ -31,3 +31,10 @@ def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> N
     assert exited.value.code == 0
     version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
     assert capsys.readouterr().out == f"judge {version}\n"
+
+
+def test_every_host_command_reads_its_hook_input_before_parsing() -> None:
+    from judge.cli import HOOK_COMMANDS
+    from judge.cli.hosts import HOST_TITLES
+
+    assert set(HOOK_COMMANDS) == {"claude-code", *HOST_TITLES}

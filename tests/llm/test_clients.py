@@ -169,3 +169,20 @@ def test_both_http_transports_judge_and_retry(server, fmt, transport, monkeypatc
     assert ("aiohttp" in http_class.lower()) == (transport == "aiohttp")
     assert (ok, reason) == (False, "add the tests")
     assert len(server.requests) == 2  # the 429, then the verdict
+
+
+async def test_judge_prefixed_provider_variables_are_read_first(server: LLMServer) -> None:
+    """JUDGE_OPENAI_API_KEY / JUDGE_OPENAI_BASE_URL reach the server where OPENAI_* are absent
+    (Copilot CLI removes them from every hook's environment) or point elsewhere."""
+    env = {
+        "JUDGE_OPENAI_API_KEY": "test-key",
+        "JUDGE_OPENAI_BASE_URL": server.openai_base_url,
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }
+    server.push(verdict(False, "not yet"))
+    result = await LLMJudge(env=env).evaluate(request())
+    assert (result.ok, result.reason) == (False, "not yet")
+    assert server.requests[0].headers["authorization"] == "Bearer test-key"
+    with pytest.raises(HookError, match="JUDGE_OPENAI_API_KEY is read first"):
+        async with leased_provider(ResolvedModel(provider="openai", name="judge-test"), {}):
+            pass

@@ -57,3 +57,9 @@ def test_explicit_and_bare_models():
 def test_bad_names(bad):
     with pytest.raises(ValueError):
         resolve_model(bad, {}, OPENAI)
+
+
+def test_a_judge_prefixed_key_serves_where_a_host_removes_the_providers_variables():
+    """Copilot CLI removes OPENAI_API_KEY and ANTHROPIC_API_KEY from its hooks'
+    environment: JUDGE_OPENAI_API_KEY (read first) chooses and reaches the provider."""
+    assert resolve_model("Fast", {}, {"JUDGE_OPENAI_API_KEY": "k"}).provider == "openai"

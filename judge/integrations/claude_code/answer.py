@@ -26,11 +26,13 @@ _current: contextvars.ContextVar[Answer | None] = contextvars.ContextVar(
 
 @dataclass
 class Answer:
-    """stdout text (written as is), stderr lines (each ends with a newline) and the exit code."""
+    """stdout text (written as is), stderr lines (each ends with a newline) and the exit code.
+    ``prefix`` starts each :func:`warn` line (the command that answers)."""
 
     stdout: str = ""
     stderr: list[str] = field(default_factory=list)
     code: int = 0
+    prefix: str = PREFIX
 
     def say(self, output: dict[str, Any] | None) -> None:
         """Claude Code's JSON answer on stdout (``None``: print nothing)."""
@@ -60,4 +62,4 @@ def warn(message: str) -> None:
     if answer is None:
         _log.warning("%s", message)
     else:
-        answer.error(f"{PREFIX}: {message}")
+        answer.error(f"{answer.prefix}: {message}")

@@ -212,16 +212,21 @@ def try_fast(argv: list[str], data: bytes | None) -> bool:
         return False
     state = flags.get("--state")
     state = os.path.expanduser(state) if state else default_state_path()
-    index = _read_index(state, config)
-    if index is None:
-        return False
     try:
         hook_input = json.loads(data.decode("utf-8", errors="replace"))
     except (ValueError, RecursionError):  # the full adapter tells what is wrong
         return False
+    return isinstance(hook_input, dict) and nothing_to_do(config, state, hook_input, "--pinned" in flags)
+
+
+def nothing_to_do(config: str, state: str, hook_input: dict[str, Any], pinned: bool = False) -> bool:
+    """Whether the config index answers ``hook_input`` - Claude Code's fields, or another
+    host's input in those terms (the judge event as ``hook_event_name``, ``tool_name``,
+    ``agent_type``, ``session_id``) - with nothing to do."""
+    index = _read_index(state, config)
     return (
-        isinstance(hook_input, dict)
-        and _same_config(index, hook_input, state, config, "--pinned" in flags)
+        index is not None
+        and _same_config(index, hook_input, state, config, pinned)
         and _nothing_to_do(index, hook_input)
     )
 

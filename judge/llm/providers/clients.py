@@ -67,11 +67,15 @@ def require_key(model: ResolvedModel, env: Mapping[str, str]) -> None:
 
 
 def api_settings(env: Mapping[str, str], key_var: str, url_var: str, label: str) -> tuple[str, str | None]:
-    """``(api key, base URL or None)`` from the environment; HookError without a key."""
-    key = env.get(key_var)
+    """``(api key, base URL or None)`` from the environment; HookError without a key.
+
+    ``JUDGE_<var>`` (``JUDGE_OPENAI_API_KEY``, ``JUDGE_OPENAI_BASE_URL``, ...) is read before
+    ``<var>``: some agent hosts keep the model providers' variables from their hooks (Copilot
+    CLI removes ``OPENAI_API_KEY`` and ``ANTHROPIC_API_KEY`` from every hook's environment)."""
+    key = env.get(f"JUDGE_{key_var}") or env.get(key_var)
     if not key:
-        raise HookError(f"{key_var} is not set (needed for {label})")
-    return key, env.get(url_var) or None
+        raise HookError(f"{key_var} is not set (needed for {label}; JUDGE_{key_var} is read first)")
+    return key, env.get(f"JUDGE_{url_var}") or env.get(url_var) or None
 
 
 @functools.cache
