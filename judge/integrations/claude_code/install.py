@@ -40,19 +40,16 @@ from __future__ import annotations
 import argparse
 import copy
 import difflib
-import json
 import os
 import re
 import shlex
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
-from judge.files import NestedTooDeeply, RefusedFile, load_json, read_text
 from judge.hooks.calibration import status_lines
 from judge.integrations.claude_code.answer import Answer
 from judge.integrations.claude_code.http_hooks import http_handler, http_serves, is_http_handler
@@ -61,6 +58,13 @@ from judge.integrations.claude_code.protocol import (
     HANDLED_EVENTS,
     SESSION_START,
     block_cap_warnings,
+)
+from judge.integrations.claude_code.settings_file import (
+    InstallError,
+    read_settings,
+    settings_text,
+    too_deep,
+    write_atomically,
 )
 
 DEFAULT_CONFIG = Path(".claude") / "judge.yaml"
@@ -73,10 +77,6 @@ MAX_JUDGE_TIMEOUT = 3600
 SESSION_START_TIMEOUT = 15
 _JUDGE_COMMAND = re.compile(r"(?:^|[\s/\"'])(?:judge|-m\s+judge)[\"']?\s+claude-code(?:\s|$)")
 _PLAIN_NAMES = re.compile(r"^[A-Za-z0-9_]+(?:\|[A-Za-z0-9_]+)*$")
-
-
-class InstallError(Exception):
-    """The installer cannot proceed (message for the user)."""
 
 
 @dataclass(frozen=True)
@@ -272,73 +272,6 @@ def merge(settings: dict[str, Any], entries: list[Entry]) -> tuple[dict[str, Any
     return out, notes
 
 
-def _too_deep(path: Path) -> str:
-    return f"{path} is nested too deeply; fix it by hand first, nothing was changed"
-
-
-def _settings_text(settings: dict[str, Any]) -> str:
-    """The settings as Claude Code reads them: strict JSON (no NaN or Infinity), text kept
-    as written unless it holds a lone surrogate (then written as its escape)."""
-    try:
-        text = json.dumps(settings, indent=2, ensure_ascii=False, allow_nan=False)
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(settings, indent=2, allow_nan=False)
-    return text + "\n"
-
-
-def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
-    """The settings file's text and JSON object (``""``, ``{}`` when there is none); a FIFO,
-    a device or anything else than a regular file is refused."""
-    try:
-        text = read_text(path, "settings file")
-    except FileNotFoundError:
-        return "", {}
-    except RefusedFile as exc:
-        raise InstallError(f"{exc}; nothing was changed") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"cannot read {path}: {exc}") from None
-    if not text.strip():
-        return text, {}
-    try:
-        data = load_json(text)
-    except json.JSONDecodeError as exc:
-        raise InstallError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "fix it by hand first, nothing was changed"
-        ) from None
-    except NestedTooDeeply:
-        raise InstallError(_too_deep(path)) from None
-    if not isinstance(data, dict):
-        raise InstallError(f"{path} must hold a JSON object, got {type(data).__name__}")
-    return text, data
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path``'s content with ``text`` in one step. A symlink (a settings file kept
-    in a dotfiles repository) is written through to its target; a new file gets the
-    umask's mode; a read-only file is refused."""
-    path = Path(os.path.realpath(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        mode = path.stat().st_mode & 0o777
-        if not mode & 0o222:
-            raise InstallError(f"{path} is read-only; make it writable to change it, nothing was changed")
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _refuse_errors(config: Config, config_path: Path, force: bool, answer: Answer) -> None:
     """Refuse a configuration ``judge validate`` finds errors in (an unknown tier, a broken
     template, a missing include): registered, it would make judge deny every tool call its
@@ -390,10 +323,10 @@ def install(args: argparse.Namespace, project: Path, answer: Answer) -> None:
     before, settings = read_settings(path)
     try:  # copying a value nested hundreds deep (it parsed) can still exceed the recursion limit
         merged, notes = merge(settings, entries)
-        after = _settings_text(merged)
+        after = settings_text(merged)
         unchanged = merged == settings
     except RecursionError:
-        raise InstallError(_too_deep(path)) from None
+        raise InstallError(too_deep(path)) from None
     except ValueError:  # NaN, or a number past a double's range (1e400): JSON cannot say it
         raise InstallError(
             f"{path} holds a number JSON cannot keep (NaN, Infinity or one like 1e400); "

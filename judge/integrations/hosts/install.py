@@ -37,14 +37,13 @@ from typing import Any
 from judge.config import STOP_EVENTS, TOOL_EVENTS, Config, Hook, load_config
 from judge.errors import ConfigError
 from judge.integrations.claude_code.answer import Answer
-from judge.integrations.claude_code.install import (
+from judge.integrations.claude_code.install import claude_code_matcher, judge_timeout
+from judge.integrations.claude_code.settings_file import (
     InstallError,
-    claude_code_matcher,
-    judge_timeout,
     read_settings,
+    settings_text,
     write_atomically,
 )
-from judge.integrations.claude_code.install import _settings_text as settings_text
 from judge.integrations.hosts.dialect import Dialect
 
 #: Seconds the host's timeout sits above judge's own (interpreter start, unwinding).
