@@ -52,7 +52,16 @@ PUBLIC = {
 }
 
 #: Modules whose own ``__all__`` is public too (what docs and examples may import from).
-PUBLIC_MODULES = ("judge", "judge.config", "judge.evaluation", "judge.integrations", "judge.testing")
+PUBLIC_MODULES = (
+    "judge",
+    "judge.config",
+    "judge.evaluation",
+    "judge.integrations",
+    "judge.testing",
+    # the agent frameworks' adapters: public, each with its extra ([langchain], [openai-agents])
+    "judge.integrations.langchain",
+    "judge.integrations.openai_agents",
+)
 
 
 def test_the_public_names_are_pinned() -> None:
