@@ -58,6 +58,7 @@ ALWAYS_REJECT = {
     "prompt": "Done? $ARGUMENTS",
     "model": "fake:block:Run the tests.",
     "maxRejections": 3,
+    "repeats": 3,  # the agent repeats one answer on purpose
 }
 
 
@@ -71,7 +72,7 @@ def test_a_codex_stop_is_sent_back_counted_per_session_and_forced_at_max_rejecti
     assert second == {"decision": "block", "reason": "Run the tests."}
     forced, _ = answer(CODEX, args, payloads.codex("Stop", tmp_path, stop_hook_active=True))
     assert forced is not None and "decision" not in forced
-    assert "stop forced after 3 rejection(s)" in forced["systemMessage"]
+    assert "Stop forced: allowed after 3 rejection(s)" in forced["systemMessage"]
     # A new prompt's first stop (stop_hook_active false) starts a new loop.
     again, _ = answer(CODEX, args, payloads.codex("Stop", tmp_path))
     assert again == {"decision": "block", "reason": "Run the tests."}

@@ -54,6 +54,7 @@ def test_stop_goes_over_http_and_pretooluse_stays_a_command_that_fails_closed(
         "type": "prompt",
         "model": f"fake:block:{REASON}",
         "maxRejections": 2,
+        "repeats": 2,  # the scripted agent gives one answer every time
         "prompt": "Judge $ARGUMENTS",
     }
     deny = {
@@ -79,7 +80,7 @@ def test_stop_goes_over_http_and_pretooluse_stays_a_command_that_fails_closed(
         requests = result.agent_requests
         assert len(requests) == 2, result.explain()  # sent back once, then forced
         assert REASON in hook_notes(requests[1])
-        assert "stop forced after 2 rejection(s)" in result.stdout
+        assert "Stop forced: allowed after 2 rejection(s)" in result.stdout
         served = [json.loads(line) for line in service.text().splitlines() if line.startswith("{")]
         posts = [r for r in served if r.get("path") == "/api/v2/claude-code"]
         assert [r["status"] for r in posts] == [200, 200], service.text()[-2000:]  # the token went through

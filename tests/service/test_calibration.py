@@ -28,6 +28,7 @@ def hook(file: str = "runs/cal.json", prompt: str = PROMPT) -> dict[str, Any]:
         "model": MODEL,
         "prompt": prompt,
         "maxRejections": 5,
+        "repeats": 5,  # the tests' agent repeats one answer on purpose
         "calibration": {"file": file},
     }
 

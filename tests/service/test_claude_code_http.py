@@ -25,6 +25,7 @@ hooks:
     - type: prompt
       model: "fake:block:Run the tests."
       maxRejections: 2
+      repeats: 2  # the agent repeats one answer on purpose
       prompt: "Done? $ARGUMENTS"
   SubagentStop:
     - type: command
@@ -112,7 +113,7 @@ def test_stop_counts_are_kept_per_session_in_the_service_state(service: tuple[Se
     first = post(served, stop("count-1"))[1]
     assert first["decision"] == "block"
     forced = post(served, stop("count-1", active=True))[1]  # maxRejections: 2
-    assert "decision" not in forced and "stop forced after 2 rejection(s)" in forced["systemMessage"]
+    assert "decision" not in forced and "Stop forced: allowed after 2 rejection(s)" in forced["systemMessage"]
     assert post(served, stop("count-2"))[1]["decision"] == "block"  # another session: its own count
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from judge.config import STOP_EVENTS, Config
 from judge.decision import Decision
+from judge.hooks.outcomes import notice
 from judge.integrations.claude_code.answer import warn
 from judge.integrations.hosts.dialect import Dialect, HostCall, Verdict
 from judge.transcripts.claude_code_text import one_line
@@ -141,11 +142,10 @@ def verdict_for(dialect: Dialect, call: HostCall, decision: Decision, rewrite: s
     verdict = Verdict(additional_context=decision.additional_context)
     if decision.decision == "block":
         verdict.block = decision.reason or DEFAULT_BLOCK_REASON
-    elif call.event in STOP_EVENTS and decision.forced_stop:
-        unresolved = f" Unresolved: {decision.reason}" if decision.reason else ""
-        verdict.notes.append(
-            f"stop forced after {decision.rejection_count} rejection(s) (maxRejections reached).{unresolved}"
-        )
+    elif call.event in STOP_EVENTS and decision.outcome not in ("failed_open", "failed_closed"):
+        told = notice(decision)  # forced, impossible, stalled, deferred: the user is told
+        if told is not None:
+            verdict.notes.append(told)
     elif call.event == "PreToolUse":
         _pre_tool_use(dialect, decision, verdict, rewrite)
     failed = [hook for hook in decision.hooks if hook.error is not None and hook.effective]
