@@ -45,8 +45,9 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from judge.config import STOP_EVENTS, Config
 from judge.errors import ConfigError, ContextError
@@ -98,6 +99,7 @@ __all__ = [
     "selected_hooks",
 ]
 
+T = TypeVar("T")
 #: Signals that cancel an evaluation (hook children killed, temp files removed).
 CANCEL_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -167,20 +169,15 @@ async def handle(
     return with_failures_told(answer_for(decision, hook_input, rewrite), decision, notes)
 
 
-async def run_bounded(
-    hook_input: ClaudeCodeInput,
-    config: Config,
-    state_path: Path | None,
-    data_dir: Path | None,
-    rewrite: RewriteMode,
+async def bounded(
+    run: Callable[[], Coroutine[Any, Any, T]],
+    on_failure: Callable[[str], T],
     seconds: float | None,
     timeout: float | None = None,
-) -> dict[str, Any] | None:
-    """:func:`handle` under a deadline (``seconds``) and the cancelling signals.
-
-    Cancellation unwinds the evaluation: command hooks' process groups are killed and
-    temporary files removed before the fail-mode answer is returned.
-    """
+) -> T:
+    """``run()`` under a deadline (``seconds``) and the cancelling signals;
+    ``on_failure(problem)`` when either ends it. Cancellation unwinds the evaluation first:
+    command hooks' process groups are killed and temporary files removed."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     received: list[str] = []
@@ -194,7 +191,7 @@ async def run_bounded(
         loop.add_signal_handler(sig, on_signal, sig)
     try:
         async with asyncio.timeout(seconds):
-            return await handle(hook_input, config, state_path, data_dir, rewrite=rewrite)
+            return await run()
     except TimeoutError:
         problem = f"judge did not finish within its --timeout of {timeout or seconds:g} s"
     except asyncio.CancelledError:
@@ -204,8 +201,28 @@ async def run_bounded(
     finally:
         for sig in CANCEL_SIGNALS:
             loop.remove_signal_handler(sig)
-    warn(problem)
-    return fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
+    return on_failure(problem)
+
+
+async def run_bounded(
+    hook_input: ClaudeCodeInput,
+    config: Config,
+    state_path: Path | None,
+    data_dir: Path | None,
+    rewrite: RewriteMode,
+    seconds: float | None,
+    timeout: float | None = None,
+) -> dict[str, Any] | None:
+    """:func:`handle` under :func:`bounded`: the fail-mode answer when the deadline or a
+    signal ends it."""
+
+    def failed(problem: str) -> dict[str, Any] | None:
+        warn(problem)
+        return fail_mode_output(hook_input, selected_hooks(config, hook_input), problem, rewrite)
+
+    return await bounded(
+        lambda: handle(hook_input, config, state_path, data_dir, rewrite=rewrite), failed, seconds, timeout
+    )
 
 
 def process_age() -> float:

@@ -139,19 +139,23 @@ def _read_index(state_path: str, config_path: str) -> dict[str, Any] | None:
     return data
 
 
-def _parse_flags(argv: list[str]) -> dict[str, str] | None:
-    """The values of ``--config/--state/--data-dir/--timeout/--rewrite`` and ``--pinned``
-    (as ``""``); None for anything else."""
+def parse_flags(
+    argv: list[str], value_flags: tuple[str, ...] | None = None, switches: tuple[str, ...] | None = None
+) -> dict[str, str] | None:
+    """The values of ``value_flags`` (default: ``--config/--state/--data-dir/--timeout/--rewrite``)
+    and ``switches`` (default: ``--pinned``, ``--resident``; as ``""``); None for anything else."""
+    value_flags = _VALUE_FLAGS if value_flags is None else value_flags
+    switches = _SWITCHES if switches is None else switches
     flags: dict[str, str] = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in _SWITCHES:
+        if arg in switches:
             flags[arg] = ""
             i += 1
             continue
         name, eq, value = arg.partition("=")
-        if name not in _VALUE_FLAGS:
+        if name not in value_flags:
             return None
         if not eq:
             if i + 1 >= len(argv):
@@ -166,7 +170,7 @@ def _parse_flags(argv: list[str]) -> dict[str, str] | None:
 def resident_flags(argv: list[str]) -> dict[str, str] | None:
     """The flags of ``judge claude-code ARGV`` when it asks for the resident judge (and
     names only flags the resident takes); else None."""
-    flags = _parse_flags(argv)
+    flags = parse_flags(argv)
     return flags if flags is not None and "--resident" in flags else None
 
 
@@ -206,7 +210,7 @@ def try_fast(argv: list[str], data: bytes | None) -> bool:
     """Whether ``judge claude-code ARGV`` with hook input ``data`` (stdin's bytes, ``None``
     without any) is answered from the index: nothing to do, nothing to print, exit 0.
     ``False``: the full adapter must run."""
-    flags = _parse_flags(argv)
+    flags = parse_flags(argv)
     config = (flags or {}).get("--config") or os.environ.get("JUDGE_CONFIG")
     if flags is None or not config or data is None or len(data) > MAX_STDIN_BYTES:
         return False

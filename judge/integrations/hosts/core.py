@@ -27,15 +27,13 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from judge.config import Config, load_config
 from judge.errors import ConfigError, ContextError
-from judge.integrations.claude_code.adapter import CANCEL_SIGNALS, deadline_seconds, process_age
+from judge.integrations.claude_code.adapter import bounded, deadline_seconds, process_age
 from judge.integrations.claude_code.answer import Answer, collecting, warn
 from judge.integrations.claude_code.config import session_configuration
 from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES, default_state_path
@@ -130,41 +128,6 @@ def input_failure(
     return dialect.render(call, fail_mode_verdict(config, call, str(exc), hooks))
 
 
-async def _bounded(
-    run: Callable[[], Coroutine[Any, Any, Verdict]],
-    on_failure: Callable[[str], Verdict],
-    seconds: float | None,
-    timeout: float | None,
-) -> Verdict:
-    """``run()`` under a deadline and the cancelling signals; ``on_failure(problem)`` when
-    either ends it (hook commands' process groups killed and temporary files removed
-    first, as the evaluation unwinds)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    received: list[str] = []
-
-    def on_signal(sig: signal.Signals) -> None:
-        received.append(sig.name)
-        if task is not None:
-            task.cancel()
-
-    for sig in CANCEL_SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        async with asyncio.timeout(seconds):
-            return await run()
-    except TimeoutError:
-        problem = f"judge did not finish within its --timeout of {timeout or seconds:g} s"
-    except asyncio.CancelledError:
-        if not received:
-            raise
-        problem = f"judge was stopped by {received[0]}"
-    finally:
-        for sig in CANCEL_SIGNALS:
-            loop.remove_signal_handler(sig)
-    return on_failure(problem)
-
-
 def _judged(
     dialect: Dialect, call: HostCall, config: Config, args: argparse.Namespace, started: float, age: float
 ) -> Verdict:
@@ -175,7 +138,7 @@ def _judged(
     seconds = deadline_seconds(timeout, started, age)
 
     async def judged() -> Verdict:
-        verdict = await _bounded(
+        verdict = await bounded(
             lambda: evaluate(dialect, call, config, state_path, data_dir, rewrite),
             lambda problem: fail_mode_verdict(config, call, problem),
             seconds,

@@ -15,7 +15,12 @@ import importlib
 import json
 import os
 
-from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES, default_state_path, nothing_to_do
+from judge.integrations.claude_code.fast_path import (
+    MAX_STDIN_BYTES,
+    default_state_path,
+    nothing_to_do,
+    parse_flags,
+)
 from judge.integrations.hosts.dialect import Dialect, HostInputError
 
 #: ``judge <name>`` -> the module holding that host's dialect (``DIALECT``).
@@ -34,27 +39,10 @@ def dialect_for(name: str) -> Dialect:
     return dialect
 
 
-def _flags(argv: list[str]) -> dict[str, str] | None:
-    flags: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        name, eq, value = argv[i].partition("=")
-        if name not in _VALUE_FLAGS:
-            return None
-        if not eq:
-            if i + 1 >= len(argv):
-                return None
-            i += 1
-            value = argv[i]
-        flags[name] = value
-        i += 1
-    return flags
-
-
 def try_fast(name: str, argv: list[str], data: bytes | None) -> bool:
     """Whether ``judge <name> ARGV`` with hook input ``data`` is answered from the index:
     nothing to do, nothing to print, exit 0. ``False``: the full adapter must run."""
-    flags = _flags(argv)
+    flags = parse_flags(argv, _VALUE_FLAGS, ())
     config = (flags or {}).get("--config") or os.environ.get("JUDGE_CONFIG")
     if flags is None or not config or data is None or len(data) > MAX_STDIN_BYTES:
         return False
