@@ -43,3 +43,11 @@ def redact_url(url: str) -> str:
     except ValueError:
         pass
     return text
+
+
+def html_text(value: object) -> str:
+    """``value`` as HTML text: escaped (quotes too), bidirectional controls made visible
+    (:func:`visible_controls`); ``None`` as the empty string."""
+    import html
+
+    return html.escape(visible_controls("" if value is None else str(value)), quote=True)

@@ -1,4 +1,4 @@
-"""judge in LangChain v1 agents (``pip install 'judge[langchain]'``): one ``AgentMiddleware``.
+"""judge in LangChain v1 agents (``pip install 'judge-hooks[langchain]'``): one ``AgentMiddleware``.
 
 ::
 
@@ -39,7 +39,7 @@ try:
     from langchain_core.messages import convert_to_openai_messages
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(
-        "judge.integrations.langchain needs LangChain 1.x: pip install 'judge[langchain]'"
+        "judge.integrations.langchain needs LangChain 1.x: pip install 'judge-hooks[langchain]'"
     ) from exc
 
 from judge.hooks.engine import Engine

@@ -7,15 +7,15 @@ None of it is evidence of improvement: that is the test section's
 
 from __future__ import annotations
 
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from judge.redact import html_text
 from judge.tuning.candidates import Candidate
 
 
 def esc(value: Any) -> str:
-    return html.escape(str(value))
+    return html_text(value)
 
 
 def pct(value: float | None) -> str:

@@ -38,7 +38,8 @@ def test_a_missing_key_is_said_without_importing_the_sdk() -> None:
     assert found["sdks"] == []
     assert found["error"] == (
         "ANTHROPIC_API_KEY is not set (needed for anthropic:claude-sonnet-4-5, the built-in model of the "
-        "tier ReasoningFast); set it, or set OPENAI_API_KEY to have the tier served by openai:gpt-5.4-mini"
+        "tier ReasoningFast; JUDGE_ANTHROPIC_API_KEY is read first); set it, or set OPENAI_API_KEY to have "
+        "the tier served by openai:gpt-5.4-mini"
     )
 
 
@@ -50,7 +51,8 @@ def test_a_model_the_user_named_asks_for_its_own_key_only() -> None:
         resolved = resolve_model(model, {}, env)
         with pytest.raises(HookError) as caught:
             require_key(resolved, env)
-        assert (
-            str(caught.value)
-            == f"{resolved.label.split(':')[0].upper()}_API_KEY is not set (needed for {resolved.label})"
+        variable = f"{resolved.label.split(':')[0].upper()}_API_KEY"
+        assert str(caught.value) == (
+            f"{variable} is not set (needed for {resolved.label}; JUDGE_{variable} is read first)"
         )
+        require_key(resolved, {**env, f"JUDGE_{variable}": "key"})  # the prefixed variable serves too

@@ -8,7 +8,6 @@ block rate sections (:mod:`judge.evaluation.reports.trust`). Every piece of reco
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from judge.evaluation.reports.trust import trust_html
 from judge.evaluation.runner import CaseResult
 from judge.evaluation.suite import Case, resolve_path
 from judge.files import open_regular
-from judge.redact import visible_controls
+from judge.redact import html_text
 
 #: Transcript text embedded per disagreement is capped (the file path is shown too).
 TRANSCRIPT_CAP = 100_000
@@ -61,7 +60,7 @@ _HEADLINE = (
 
 
 def _e(value: Any) -> str:
-    return html.escape(visible_controls("" if value is None else str(value)), quote=True)
+    return html_text(value)
 
 
 def _fmt(value: Any) -> str:

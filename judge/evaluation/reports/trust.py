@@ -5,15 +5,16 @@ and the reason given after) and the corrected block rate. Every value is escaped
 
 from __future__ import annotations
 
-import html
 from typing import Any
+
+from judge.redact import html_text
 
 #: Flipped cases or disagreeing judgements listed per probe or hook.
 MAX_LISTED = 200
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    return html_text(value)
 
 
 def _n(value: Any) -> str:

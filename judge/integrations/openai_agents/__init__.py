@@ -1,4 +1,4 @@
-"""judge in the OpenAI Agents SDK (``pip install 'judge[openai-agents]'``): the Stop gate as an
+"""judge in the OpenAI Agents SDK (``pip install 'judge-hooks[openai-agents]'``): the Stop gate as an
 output guardrail with the retry loop it needs, and the tool hooks as tool guardrails.
 
 ::
@@ -27,7 +27,8 @@ try:
     import agents as _agents  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(
-        "judge.integrations.openai_agents needs the OpenAI Agents SDK: pip install 'judge[openai-agents]'"
+        "judge.integrations.openai_agents needs the OpenAI Agents SDK: "
+        "pip install 'judge-hooks[openai-agents]'"
     ) from exc
 
 from judge.integrations.openai_agents.messages import chat_messages

@@ -47,22 +47,23 @@ KEY_VARS: dict[str, tuple[str, str]] = {
 
 
 def require_key(model: ResolvedModel, env: Mapping[str, str]) -> None:
-    """A :class:`HookError` when ``model``'s provider has no key, before its SDK is even
-    imported (that takes seconds, for every judgement of a run without a key). A tier's
-    built-in model names the other provider's key as a way out too."""
+    """A :class:`HookError` when ``model``'s provider has no key (``JUDGE_<var>`` or
+    ``<var>``, as :func:`api_settings` reads them), before its SDK is even imported (that
+    takes seconds, for every judgement of a run without a key). A tier's built-in model
+    names the other provider's key as a way out too."""
     names = KEY_VARS.get(model.provider)
-    if names is None or env.get(names[0]):
+    if names is None or env.get(f"JUDGE_{names[0]}") or env.get(names[0]):
         return
     message = f"{names[0]} is not set (needed for {model.label}"
     if model.builtin and model.tier is not None:
         other = next(p for p in KEY_VARS if p != model.provider)
         other_label = f"{other}:{DEFAULT_MODELS[other][model.tier]}"
         message += (
-            f", the built-in model of the tier {model.tier}); set it, or set {KEY_VARS[other][0]} "
-            f"to have the tier served by {other_label}"
+            f", the built-in model of the tier {model.tier}; JUDGE_{names[0]} is read first); set it, "
+            f"or set {KEY_VARS[other][0]} to have the tier served by {other_label}"
         )
     else:
-        message += ")"
+        message += f"; JUDGE_{names[0]} is read first)"
     raise HookError(message)
 
 
