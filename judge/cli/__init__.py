@@ -3,7 +3,7 @@
 Subcommands that need heavier modules (the service, evals, tuning) import them lazily so
 ``judge run`` and ``judge claude-code`` start fast. Importing this module costs only the
 standard library's ``os``, ``sys`` and ``codecs``: a Claude Code hook event
-(:func:`judge.cli.claude_code.hook_fast`) is answered before ``argparse`` and the
+(:func:`judge.cli.claude_code.answers_fast`) is answered before ``argparse`` and the
 subcommands' modules are loaded.
 """
 
