@@ -9,15 +9,15 @@
    YAML config and matches a regex (the baseline), and ``judge claude-code`` on a call no
    hook matches, on a call a command hook matches, and on a Stop judged by a prompt hook
    (the packaged fake model, then the OpenAI SDK against the local model server).
-2. **The resident judge.** ``judge claude-code --resident`` (what the installer writes):
-   the hook process hands the event to the resident judge. The CPU of an event is the hook
-   process's (``wait4``, median) plus what the resident and its workers spent on it (their
-   ``/proc/<pid>/stat`` times, whole tree, over all ``--n`` events divided by ``--n``: the
-   kernel counts those in 10 ms ticks). Rows: PreToolUse that no hook matches, one matched
-   by a trivial command hook (``exit 0``), a Stop with a prompt hook through the OpenAI SDK
-   against the local model server, and the first event of a session on its own (the
-   resident starting: one run). The resident lives in a runtime folder of the run and is
-   stopped at the end.
+2. **The resident judge.** ``judge claude-code --resident``: the hook process hands the
+   event to the resident. An event's CPU is the hook process's (``wait4``, median) plus what
+   the resident's process tree spent on it (``/proc/<pid>/stat``, over all ``--n`` events /
+   ``--n``: the kernel counts in 10 ms ticks). Rows: the first event (the resident starts;
+   one run), PreToolUse that no hook matches, one a trivial command hook (``exit 0``)
+   matches, a Stop with a prompt hook through the OpenAI SDK against the local model server
+   (its first use on its own: the resident imports the SDK once), then the command hook with
+   ``JUDGE_FORKSERVER=0`` (each hook starts its supervisor as a program). The residents live
+   in a runtime folder of the run and are stopped at the end.
 3. **Incremental Stop.** A Claude Code session transcript of ``--mb`` MB; the time until the
    judge can start (rendering the transcript to readable text) for a render from scratch
    (every Stop before the render cache), the first Stop with the cache, and a later Stop
@@ -201,6 +201,45 @@ def settle() -> None:
     time.sleep(0.05)  # the worker reports back to the resident after the answer
 
 
+def start_resident(
+    argv: list[str], stdin: bytes, env: dict[str, str], runtime: Path
+) -> tuple[int, float, float]:
+    """Start the resident with one event: (its pid, the hook process's CPU s, wall s)."""
+    hook_cpu, wall = cpu_wall_of(argv, stdin, env)
+    for _ in range(100):
+        pid = resident_pid(runtime)
+        if pid is not None:
+            time.sleep(1.0)  # the resident goes on warming up after its first answer
+            return pid, hook_cpu, wall
+        time.sleep(0.05)
+    raise RuntimeError("the resident judge did not start")
+
+
+def stop_resident(pid: int, runtime: Path) -> None:
+    if resident_pid(runtime) != pid:
+        raise RuntimeError("the resident judge was replaced during the run")
+    os.kill(pid, signal.SIGTERM)
+    for _ in range(100):
+        if resident_pid(runtime) is None:
+            return
+        time.sleep(0.05)
+
+
+def per_event(
+    pid: int, argv: list[str], stdin: bytes, env: dict[str, str], n: int
+) -> tuple[float, float, float]:
+    """(CPU s, of which the resident's, wall s) of one event, over ``n`` after a warm-up."""
+    cpu_wall_of(argv, stdin, env)
+    time.sleep(1.0)  # what a worker imported for it the resident imports too, once
+    before = tree_cpu(pid)
+    runs = []
+    for _ in range(n):
+        runs.append(cpu_wall_of(argv, stdin, env))
+        settle()
+    resident = (tree_cpu(pid) - before) / n
+    return statistics.median(c for c, _ in runs) + resident, resident, statistics.median(w for _, w in runs)
+
+
 def resident_rows(
     n: int, folder: Path, configs: dict[str, Path], inputs: dict[str, bytes], env: dict[str, str]
 ) -> list[tuple[str, float, float, float]]:
@@ -211,49 +250,34 @@ def resident_rows(
     home.mkdir()
     env = {**env, "JUDGE_RUNTIME_DIR": str(runtime), "XDG_RUNTIME_DIR": str(runtime), "HOME": str(home)}
     judge = [PYTHON, "-m", "judge", "claude-code", "--resident", "--timeout", "30", "--config"]
-    rows: list[tuple[str, float, float, float]] = []
-    hook_cpu, wall = cpu_wall_of([*judge, str(configs["fake"])], inputs["match"], env)
-    for _ in range(100):  # the resident goes on warming up after its first answer
-        pid = resident_pid(runtime)
-        if pid is not None:
-            break
-        time.sleep(0.05)
-    if pid is None:
-        raise RuntimeError("the resident judge did not start")
-    time.sleep(1.0)
-    rows.append(("first event: the resident starts (1 run)", hook_cpu + tree_cpu(pid), tree_cpu(pid), wall))
-    cases = [
-        ("PreToolUse, no hook matches", "fake", "no_match"),
-        ("PreToolUse, a command hook (exit 0)", "fake", "match"),
-        ("Stop, prompt hook (OpenAI SDK)", "sdk", "stop"),
-    ]
+    fake, sdk = [*judge, str(configs["fake"])], [*judge, str(configs["sdk"])]
+    pid, hook_cpu, wall = start_resident(fake, inputs["match"], env, runtime)
+    started = tree_cpu(pid)
+    rows = [("first event: the resident starts (1 run)", hook_cpu + started, started, wall)]
+    rows.append(("PreToolUse, no hook matches", *per_event(pid, fake, inputs["no_match"], env, n)))
+    rows.append(("PreToolUse, a command hook (exit 0)", *per_event(pid, fake, inputs["match"], env, n)))
     with ModelServer() as server:
-        for name, config, event in cases:
-            run_env = {**env, **server.env()} if config == "sdk" else env
-            argv = [*judge, str(configs[config])]
-            cpu_wall_of(argv, inputs[event], run_env)  # warm-up
-            settle()
-            before = tree_cpu(pid)
-            runs = []
-            for _ in range(n):
-                runs.append(cpu_wall_of(argv, inputs[event], run_env))
-                settle()
-            resident = (tree_cpu(pid) - before) / n
-            hook = statistics.median(c for c, _ in runs)
-            rows.append((name, hook + resident, resident, statistics.median(w for _, w in runs)))
-    if resident_pid(runtime) != pid:
-        raise RuntimeError("the resident judge was replaced during the run")
-    os.kill(pid, signal.SIGTERM)
-    for _ in range(100):
-        if resident_pid(runtime) is None:
-            break
-        time.sleep(0.05)
+        sdk_env = {**env, **server.env()}
+        before = tree_cpu(pid)
+        hook_cpu, wall = cpu_wall_of(sdk, inputs["stop"], sdk_env)
+        time.sleep(1.0)
+        first = tree_cpu(pid) - before
+        rows.append(("first Stop through the SDK (1 run)", hook_cpu + first, first, wall))
+        rows.append(("Stop, prompt hook (OpenAI SDK)", *per_event(pid, sdk, inputs["stop"], sdk_env, n)))
+    stop_resident(pid, runtime)
+    # The same command hook without the fork server: each hook starts its supervisor as a program.
+    off = {**env, "JUDGE_FORKSERVER": "0"}
+    pid, _, _ = start_resident(fake, inputs["match"], off, runtime)
+    rows.append(
+        ("PreToolUse, a command hook, JUDGE_FORKSERVER=0", *per_event(pid, fake, inputs["match"], off, n))
+    )
+    stop_resident(pid, runtime)
     return [(name, cpu * 1000, res * 1000, w * 1000) for name, cpu, res, w in rows]
 
 
 def resident_claims(res: list[tuple[str, float, float, float]], baseline_ms: float, command_ms: float) -> str:
     """The targets of part 2, each against the minimal Python hook of this run."""
-    no_match, command, stop = res[1][1], res[2][1], res[3][1]
+    no_match, command, stop = res[1][1], res[2][1], res[4][1]
     both = baseline_ms + command_ms
 
     def verdict(ok: bool) -> str:
