@@ -73,6 +73,7 @@ def test_claude_code_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench("bench_claude_code").main(["--n", "1", "--mb", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "judge: PreToolUse, no hook matches" in out and "later Stop, ~20 KB appended" in out
+    assert "first event: the resident starts" in out and "target: Stop through the OpenAI SDK" in out
 
 
 def test_command_hooks_smallest(capsys: pytest.CaptureFixture[str]) -> None:
