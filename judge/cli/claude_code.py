@@ -10,6 +10,7 @@ itself, started by a hook process.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from judge.integrations.claude_code.fast_path import MAX_STDIN_BYTES
@@ -136,13 +137,21 @@ def answers_fast(arguments: list[str]) -> tuple[int | None, bytes | None]:
     if try_fast(arguments, data):
         return 0, data
     flags = resident_flags(arguments)
-    if flags is not None and data is not None:
+    if flags is not None and data is not None and not _other_host(data):
         from judge.integrations.claude_code.relay import hand_off
 
         relayed = hand_off(arguments, data, flags.get("--timeout"))
         if relayed is not None:
             return write(relayed), data
     return None, data
+
+
+def _other_host(data: bytes) -> bool:
+    """Whether Copilot CLI or Cursor runs this Claude Code entry (then :func:`run` serves it
+    in their dialect, or steps aside: never the resident, which answers as Claude Code)."""
+    from judge.integrations.hosts.caller import calling_host
+
+    return calling_host(os.environ, data) is not None
 
 
 def write(answer: Any) -> int:

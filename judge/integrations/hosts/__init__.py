@@ -15,7 +15,8 @@
   hook matches;
 * :mod:`~judge.integrations.hosts.install` (with :mod:`~judge.integrations.hosts.trust`
   for Codex's trust records) - ``judge <host> install``;
-* :mod:`~judge.integrations.hosts.foreign` - ``judge claude-code`` run by Copilot CLI or
+* :mod:`~judge.integrations.hosts.foreign` (:mod:`~judge.integrations.hosts.caller`: who
+  calls) - ``judge claude-code`` run by Copilot CLI or
   Cursor, which read Claude Code's settings files.
 
 Nothing here is imported until one of those commands runs.

@@ -23,20 +23,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
+from judge.integrations.hosts.caller import calling_host as calling_host
 from judge.integrations.hosts.copilot import copilot_home
 
 #: Bytes of a hooks file read when looking for judge's entries.
 MAX_HOOKS_FILE = 1 << 20
-
-
-def calling_host(env: Mapping[str, str], data: bytes | None) -> str | None:
-    """The host running ``judge claude-code`` when it is not Claude Code (``copilot``,
-    ``cursor``), else ``None``."""
-    if env.get("COPILOT_CLI") == "1":
-        return "copilot"
-    if env.get("CURSOR_VERSION") or (data is not None and b'"cursor_version"' in data[: 64 * 1024]):
-        return "cursor"
-    return None
 
 
 def _mentions(path: Path, pattern: re.Pattern[str]) -> bool:
