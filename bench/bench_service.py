@@ -9,7 +9,14 @@ measured in the same run against the same server, is GET /healthz (the HTTP stac
 no hook at all). On a 2-CPU machine the load generator, the model server and the
 service share the CPUs, so the figures are a floor, not a ceiling.
 
+``--command-hook`` measures instead the CPU per Stop with one command hook (a bash script)
+against a minimal Starlette app on uvicorn that runs the same script through a plain
+subprocess: ``--n`` sequential requests to each, `judge serve` with its fork server and
+with ``JUDGE_FORKSERVER=0``; the CPU of each server's process tree, reaped children (and
+the fork server, a child of the service) included. Target: <= 2x the minimal app.
+
     .venv/bin/python bench/bench_service.py [--seconds 5] [--connections 16] [--workers 1 2]
+    .venv/bin/python bench/bench_service.py --command-hook [--n 100] [--warmup 10]
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +104,32 @@ HOOKS = {
     "command hook": {"type": "command", "command": "cat > /dev/null"},
     "prompt hook": {"type": "prompt", "prompt": "Is the agent's answer complete? $ARGUMENTS"},
 }
+#: ``--command-hook``: the one script both the judge's hook and the minimal app run.
+HOOK_SCRIPT = '#!/bin/bash\ncat > /dev/null; echo \'{"decision": "approve"}\'\n'
+#: The baseline of ``--command-hook``: a minimal Starlette app (uvicorn, one worker) that runs
+#: the hook script through a plain subprocess, the context on stdin, and answers its output.
+MINIMAL = r"""
+import asyncio, json, socket, sys
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+async def stop(request):
+    proc = await asyncio.create_subprocess_exec(
+        sys.argv[1], stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate(await request.body())
+    return JSONResponse(json.loads(out))
+
+async def healthz(request):
+    return JSONResponse({"ok": True})
+
+app = Starlette(routes=[Route("/api/v2/hooks/Stop", stop, methods=["POST"]), Route("/healthz", healthz)])
+sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY, as the judge's
+sock.bind(("127.0.0.1", 0))
+print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}", file=sys.stderr, flush=True)
+uvicorn.Server(uvicorn.Config(app, loop="asyncio", log_level="warning")).run(sockets=[sock])
+"""
 
 
 class Service:
@@ -103,8 +138,12 @@ class Service:
     def __init__(self, config: Path, data_dir: Path, workers: int, env: dict[str, str]) -> None:
         argv = [PYTHON, "-m", "judge", "serve", "--config", str(config), "--port", "0"]
         argv += ["--data-dir", str(data_dir), "--workers", str(workers)]
+        self._start("judge serve", argv, data_dir.parent / f"serve-{workers}.log", env)
+
+    def _start(self, name: str, argv: list[str], log: Path, env: dict[str, str]) -> None:
+        """Start ``argv``; ready once it logs ``listening on http://...:PORT`` and /healthz answers."""
         # The service logs every request on stderr: a file, so a full pipe never blocks it.
-        self.log = (data_dir.parent / f"serve-{workers}.log").open("w+")
+        self.log = log.open("w+")
         self.proc = subprocess.Popen(argv, stderr=self.log, text=True, env=env, cwd=ROOT)
         self.port = 0
         deadline = time.monotonic() + 30
@@ -116,7 +155,7 @@ class Service:
                     self.port = int(line.rsplit(":", 1)[1])
         if not self.port:
             self.stop()
-            raise RuntimeError("judge serve did not start")
+            raise RuntimeError(f"{name} did not start")
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -125,7 +164,7 @@ class Service:
             except OSError:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     self.stop()
-                    raise RuntimeError("judge serve did not answer /healthz") from None
+                    raise RuntimeError(f"{name} did not answer /healthz") from None
                 time.sleep(0.1)
 
     def stop(self) -> None:
@@ -137,6 +176,13 @@ class Service:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+class MinimalApp(Service):
+    """The ``--command-hook`` baseline (:data:`MINIMAL`) on a free port in a child process."""
+
+    def __init__(self, hook: Path, folder: Path, env: dict[str, str]) -> None:
+        self._start("the minimal app", [PYTHON, "-c", MINIMAL, str(hook)], folder / "minimal.log", env)
 
 
 def tree_cpu(pid: int) -> float:
@@ -175,13 +221,105 @@ def measure(service: Service, *args: Any) -> dict[str, Any]:
     return result
 
 
+def command_hook_rows(n: int, warmup: int) -> list[tuple[str, dict[str, Any]]]:
+    """``--command-hook``: ``n`` sequential Stops (one keep-alive connection) to the minimal
+    app, then to `judge serve` with one command hook, with and without its fork server."""
+    body, path = json.dumps(CONTEXT), "/api/v2/hooks/Stop"
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        folder.chmod(0o755)  # the judge's hooks run as another user (`nobody` under root)
+        hook = folder / "hook.sh"
+        hook.write_text(HOOK_SCRIPT, encoding="utf-8")
+        hook.chmod(0o755)
+        config = folder / "agent.json"
+        config.write_text(json.dumps({"hooks": {"Stop": [{"type": "command", "command": str(hook)}]}}))
+        env = {**os.environ}
+        env.pop("JUDGE_API_TOKEN", None)
+        starts: dict[str, Callable[[], Service]] = {
+            "minimal Starlette app, plain subprocess (baseline)": partial(MinimalApp, hook, folder, env)
+        }
+        for label, switch in (("fork server", "1"), ("JUDGE_FORKSERVER=0", "0")):
+            (folder / switch).mkdir()
+            judge_env = {**env, "JUDGE_FORKSERVER": switch}
+            starts[f"judge serve, {label}"] = partial(Service, config, folder / switch / "data", 1, judge_env)
+        for label, start in starts.items():
+            server = start()
+            try:
+                if warmup:
+                    load(server.port, "POST", path, body, 1, 600.0, warmup)
+                ran(server.port, path, body)
+                rows.append((label, measure(server, "POST", path, body, 1, 600.0, n)))
+            finally:
+                server.stop()
+    return rows
+
+
+def ran(port: int, path: str, body: str) -> None:
+    """Raise unless a Stop's answer shows its command hook ran (no hook error, not failed open)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=body.encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        answer = json.loads(response.read())
+    if answer.get("outcome") == "failed_open" or any(h.get("error") for h in answer.get("hooks", [])):
+        raise RuntimeError(f"the command hook did not run: {answer}")
+
+
+def print_command_hook(n: int, warmup: int) -> None:
+    rows = command_hook_rows(n, warmup)
+    base = rows[0][1]["cpu_ms"]
+    print(
+        f"POST /api/v2/hooks/Stop with one command hook (bash: cat > /dev/null; echo a decision), "
+        f"{n} sequential requests on one keep-alive connection ({warmup} warm-up not counted); "
+        f"CPU of the server's process tree, reaped children included; {machine()}"
+    )
+    print(
+        table(
+            ["server", "wall ms/req", "p50 ms", "p99 ms", "CPU ms/req", "CPU vs baseline", "requests"],
+            [
+                (
+                    label,
+                    r["elapsed"] / r["n"] * 1000,
+                    r["p50"],
+                    r["p99"],
+                    r["cpu_ms"],
+                    r["cpu_ms"] / base,
+                    str(r["n"]),
+                )
+                for label, r in rows
+            ],
+        )
+    )
+    for label, r in rows[1:]:
+        ratio = round(r["cpu_ms"] / base, 2)  # the verdict of the printed figure
+        print(
+            f"target: a Stop with one command hook <= 2x the minimal app's CPU per request: "
+            f"{label.removeprefix('judge serve, ')} {ratio:.2f}x ({'met' if ratio <= 2 else 'missed'})"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="load duration per row (default 5)")
     parser.add_argument("--connections", type=int, default=16, help="keep-alive connections (default 16)")
     parser.add_argument("--requests", type=int, default=100_000, help="request cap per row")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--command-hook",
+        action="store_true",
+        help="instead: CPU per Stop with one command hook vs a minimal app",
+    )
+    parser.add_argument("--n", type=int, default=100, help="--command-hook: requests per row (default 100)")
+    parser.add_argument(
+        "--warmup", type=int, default=10, help="--command-hook: warm-up requests (default 10)"
+    )
     opts = parser.parse_args(argv)
+    if opts.command_hook:
+        if opts.n < 1 or opts.warmup < 0:
+            parser.error("--n must be positive and --warmup not negative")
+        print_command_hook(opts.n, opts.warmup)
+        return 0
     if opts.seconds <= 0 or opts.connections < 1 or opts.requests < 1 or min(opts.workers) < 1:
         parser.error("--seconds, --connections, --requests and --workers must be positive")
     rows = []

@@ -60,6 +60,13 @@ def test_service_smallest(capsys: pytest.CaptureFixture[str]) -> None:
     assert "POST Stop, prompt hook" in out and "GET /healthz" in out
 
 
+def test_service_command_hook_smallest(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench("bench_service").main(["--command-hook", "--n", "2", "--warmup", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "minimal Starlette app, plain subprocess (baseline)" in out and "JUDGE_FORKSERVER=0" in out
+    assert "target: a Stop with one command hook <= 2x" in out
+
+
 def test_inspect_judge_side_runs_without_inspect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     module = bench("bench_inspect")
     # No install in a test: Inspect AI is reported missing, so its row is skipped with the reason.
