@@ -268,7 +268,7 @@ def ran(port: int, path: str, body: str) -> None:
 
 def print_command_hook(n: int, warmup: int) -> None:
     rows = command_hook_rows(n, warmup)
-    base = rows[0][1]["cpu_ms"]
+    base = rows[0][1]["cpu_ms"]  # 0: under one clock tick in all (a tiny --n)
     print(
         f"POST /api/v2/hooks/Stop with one command hook (bash: cat > /dev/null; echo a decision), "
         f"{n} sequential requests on one keep-alive connection ({warmup} warm-up not counted); "
@@ -284,7 +284,7 @@ def print_command_hook(n: int, warmup: int) -> None:
                     r["p50"],
                     r["p99"],
                     r["cpu_ms"],
-                    r["cpu_ms"] / base,
+                    r["cpu_ms"] / base if base else "n/a",
                     str(r["n"]),
                 )
                 for label, r in rows
@@ -292,10 +292,11 @@ def print_command_hook(n: int, warmup: int) -> None:
         )
     )
     for label, r in rows[1:]:
-        ratio = round(r["cpu_ms"] / base, 2)  # the verdict of the printed figure
+        ratio = round(r["cpu_ms"] / base, 2) if base else 0.0  # the verdict of the printed figure
+        figure = f"{ratio:.2f}x ({'met' if ratio <= 2 else 'missed'})" if base else "not measured (raise --n)"
         print(
             f"target: a Stop with one command hook <= 2x the minimal app's CPU per request: "
-            f"{label.removeprefix('judge serve, ')} {ratio:.2f}x ({'met' if ratio <= 2 else 'missed'})"
+            f"{label.removeprefix('judge serve, ')} {figure}"
         )
 
 
