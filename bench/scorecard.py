@@ -144,13 +144,16 @@ def _load(path: Path) -> Any:
 
 
 def _seconds(run: Path) -> dict[str, Any]:
-    """Seconds per judgement over the judgements this run made (not served from the cache)."""
+    """Seconds per judgement over the judgements the run and its probes made (not served
+    from the cache: an interrupted card resumed later times only what it judged then)."""
+    files = [run / "results.jsonl", *sorted((run / "probes").glob("*.jsonl"))]
     fresh = []
-    for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            result = json.loads(line)
-            if not result.get("cached") and result.get("decision") is not None:
-                fresh.append(result["durationMs"] / 1000.0)
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                result = json.loads(line)
+                if not result.get("cached") and result.get("decision") is not None:
+                    fresh.append(result["durationMs"] / 1000.0)
     return {
         "timed": len(fresh),
         "median": round(statistics.median(fresh), 1) if fresh else None,
@@ -205,6 +208,22 @@ def summarize(suites: dict[str, Path], out: Path, settings: dict[str, Any]) -> d
     return card
 
 
+def _shown(argv: list[str] | None) -> list[str]:
+    """The command's arguments as the card records them: where its files went and
+    ``--resume`` left out (they change no figure, and a path is this machine's)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    shown: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("--out", "--summary", "--datasets"):
+            skip = True
+        elif arg.split("=", 1)[0] not in ("--out", "--summary", "--datasets", "--resume"):
+            shown.append(arg)
+    return shown
+
+
 def _cpu() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -255,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         if started:
             stop_model()
     settings = {
-        "command": "python bench/scorecard.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:])),
+        "command": "python bench/scorecard.py " + " ".join(shlex.quote(a) for a in _shown(argv)),
         "model": env.get("JUDGE_MODEL_REASONINGFAST", "ReasoningFast"),
         "temperature": float(args.temperature),
         "timeout": args.timeout,

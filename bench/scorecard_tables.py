@@ -90,7 +90,8 @@ def _probes(card: dict[str, Any]) -> list[str]:
 def render(card: dict[str, Any]) -> str:
     """The markdown between the markers (module docstring)."""
     slice_ = ", ".join(
-        f"{NAMES.get(name, name)}: {suite['cases']} cases" for name, suite in card["suites"].items()
+        f"{NAMES.get(name, name)}: {suite['cases']} case{'s' if suite['cases'] != 1 else ''}"
+        for name, suite in card["suites"].items()
     )
     lines = [
         f"Judge: the shipped prompts on `{card['model']}` at temperature {card['temperature']:g}, "

@@ -398,7 +398,7 @@ def test_judge_run_prints_each_hook_error_on_stderr_and_keeps_stdout_json(tmp_pa
         "judge run: Stop hook agent[0] (prompt, openai:gpt-x) failed: provider failed after 3 attempts: "
         f"openai:gpt-x: connection refused by {url} -> allow (its failMode)",
         "judge run: Stop hook agent[1] (prompt, anthropic:claude-x) failed: ANTHROPIC_API_KEY is not set "
-        "(needed for anthropic:claude-x) -> allow (its failMode)",
+        "(needed for anthropic:claude-x; JUDGE_ANTHROPIC_API_KEY is read first) -> allow (its failMode)",
     ]
 
 
