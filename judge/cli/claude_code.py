@@ -36,6 +36,25 @@ def _seconds(value: str) -> float:
     return seconds
 
 
+def add_hook_command_options(install: Any, rewrites: tuple[str, ...] = REWRITE_CHOICES) -> None:
+    """An installer's options for the hook command it writes (``--timeout``, ``--rewrite``
+    among ``rewrites``) and ``--dry-run``: the same for every host's ``install``."""
+    install.add_argument(
+        "--timeout",
+        dest="install_timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="judge's own deadline written into the hook command (default: from the config)",
+    )
+    install.add_argument(
+        "--rewrite",
+        dest="install_rewrite",
+        choices=rewrites,
+        help="PreToolUse rewrite mode written into the hook command",
+    )
+    install.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
+
+
 def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
     """``judge claude-code [--config F] [--timeout S] ...`` and ``judge claude-code install``."""
     p = sub.add_parser("claude-code", help="run as a Claude Code command hook (stdin -> stdout)")
@@ -78,20 +97,7 @@ def add_claude_code_parser(sub: Any, run: Any, install: Any) -> None:
     i.add_argument(
         "--scope", choices=SCOPES, default="project", help="which settings file (default: project)"
     )
-    i.add_argument(
-        "--timeout",
-        dest="install_timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        help="judge's own deadline written into the hook command (default: from the config)",
-    )
-    i.add_argument(
-        "--rewrite",
-        dest="install_rewrite",
-        choices=REWRITE_CHOICES,
-        help="PreToolUse rewrite mode written into the hook command",
-    )
-    i.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
+    add_hook_command_options(i)
     i.add_argument(
         "--force",
         action="store_true",

@@ -11,7 +11,7 @@ import argparse
 import os
 from typing import Any
 
-from judge.cli.claude_code import _seconds, read_stdin, write
+from judge.cli.claude_code import _seconds, add_hook_command_options, read_stdin, write
 
 #: ``judge <name>`` -> the host's name in help texts.
 HOST_TITLES = {"codex": "Codex CLI", "gemini": "Gemini CLI", "copilot": "Copilot CLI", "cursor": "Cursor"}
@@ -51,20 +51,7 @@ def add_host_parsers(sub: Any) -> None:
         i = hsub.add_parser("install", help=f"register judge in {title}'s hooks file")
         i.add_argument("--config", dest="install_config", help="judge configuration (default: judge.yaml)")
         i.add_argument("--scope", choices=SCOPES, default="user", help="user (default) or project hooks file")
-        i.add_argument(
-            "--timeout",
-            dest="install_timeout",
-            type=_seconds,
-            metavar="SECONDS",
-            help="judge's own deadline written into the hook command (default: from the config)",
-        )
-        i.add_argument(
-            "--rewrite",
-            dest="install_rewrite",
-            choices=REWRITE_CHOICES,
-            help="PreToolUse rewrite mode written into the hook command",
-        )
-        i.add_argument("--dry-run", action="store_true", help="print the change as a diff, write nothing")
+        add_hook_command_options(i, REWRITE_CHOICES)
         i.add_argument("--uninstall", action="store_true", help="remove judge's hook entries only")
         i.set_defaults(func=install, host=name)
 
