@@ -79,12 +79,19 @@ def test_an_older_claude_codes_session_is_sent_back_with_a_block(session: Claude
     session.events = ("Stop",)
     session.judge_config = {"hooks": {"Stop": [judge_hook(f"fake:block:{REASON}", maxRejections=2)]}}
     row = json.dumps({"type": "system", "subtype": "note", "version": "2.1.150", "content": "old"})
-    append = f'T=$(ls -t ~/.claude/projects/*/*.jsonl | head -1); echo {shlex.quote(row)} >> "$T"'
+    # Claude Code may flush its transcript after the tool starts (on a loaded machine): wait
+    # until the session's file has rows before appending to it.
+    append = (
+        "for i in $(seq 600); do T=$(ls -t ~/.claude/projects/*/*.jsonl 2>/dev/null | head -1);"
+        ' [ -s "$T" ] && break; sleep 0.1; done;'
+        f' echo {shlex.quote(row)} >> "$T"'
+    )
     replies = [tool("Bash", "t0", command="true"), tool("Bash", "t1", command=append), say("Fixed, I think.")]
     result = session.run("fix the bug", replies)
     assert result.returncode == 0, result.explain()
     requests = result.agent_requests
     assert len(requests) == 4, result.explain()  # three turns of work, then sent back once
+    assert any(r.get("version") == "2.1.150" for r in session.transcript_lines()), result.explain()
     sent = request_text(requests[-1])
     assert sent.count(REASON) == 2 and "Stop hook blocking error from command" in sent
     assert "Not finished yet" not in sent
