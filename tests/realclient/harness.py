@@ -264,6 +264,17 @@ class ClaudeSession:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def append_rows_command(*rows: dict[str, Any]) -> str:
+    """A Bash command the scripted agent runs to append ``rows`` to its own session
+    transcript. Claude Code may write the file after the tool has started (on a loaded
+    machine), so the command waits up to a minute for the file to hold rows first."""
+    wait = (
+        "for i in $(seq 600); do T=$(ls -t ~/.claude/projects/*/*.jsonl 2>/dev/null | head -1);"
+        ' [ -s "$T" ] && break; sleep 0.1; done; '
+    )
+    return wait + "; ".join(f'echo {shlex.quote(json.dumps(row))} >> "$T"' for row in rows)
+
+
 def tool(name: str, tool_use_id: str, /, *, text: str | None = None, **arguments: Any) -> Reply:
     """The agent calls one tool with a known ``tool_use_id``."""
     return Reply(text=text, tool_calls=(ToolCallSpec(name, arguments, id=tool_use_id),))

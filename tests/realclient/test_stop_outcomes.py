@@ -17,6 +17,7 @@ from tests.realclient.harness import (
     SUBAGENT_TASK,
     ClaudeSession,
     RunResult,
+    append_rows_command,
     command_hook,
     record_context,
     recorded,
@@ -78,14 +79,8 @@ def test_an_older_claude_codes_session_is_sent_back_with_a_block(session: Claude
     block)."""
     session.events = ("Stop",)
     session.judge_config = {"hooks": {"Stop": [judge_hook(f"fake:block:{REASON}", maxRejections=2)]}}
-    row = json.dumps({"type": "system", "subtype": "note", "version": "2.1.150", "content": "old"})
-    # Claude Code may flush its transcript after the tool starts (on a loaded machine): wait
-    # until the session's file has rows before appending to it.
-    append = (
-        "for i in $(seq 600); do T=$(ls -t ~/.claude/projects/*/*.jsonl 2>/dev/null | head -1);"
-        ' [ -s "$T" ] && break; sleep 0.1; done;'
-        f' echo {shlex.quote(row)} >> "$T"'
-    )
+    row = {"type": "system", "subtype": "note", "version": "2.1.150", "content": "old"}
+    append = append_rows_command(row)
     replies = [tool("Bash", "t0", command="true"), tool("Bash", "t1", command=append), say("Fixed, I think.")]
     result = session.run("fix the bug", replies)
     assert result.returncode == 0, result.explain()
