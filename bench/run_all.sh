@@ -3,7 +3,8 @@
 # bench/README.md), one after another, each script's table saved with the date, the
 # revision and the load average before it ran:
 #
-#   bash bench/run_all.sh [OUT]        # OUT defaults to bench-pass/ (about 30-40 minutes)
+#   bash bench/run_all.sh [OUT]        # OUT defaults to bench-pass/ (about 6 minutes on 2 CPUs;
+#                                      # bench_transcript_tools --big needs ~1 GB of temporary disk)
 #
 # The real-model sections (8 and 12, bench_real_model.py and scorecard.py) are not in the
 # pass: they take hours on a CPU and need ../shared/tools/real-model.sh (see their sections).
@@ -41,7 +42,7 @@ main() {
   run bench_engine_overhead bench_engine_overhead
   run bench_eval_concurrency bench_eval_concurrency
   run bench_inspect bench_inspect
-  run bench_transcript_tools bench_transcript_tools
+  run bench_transcript_tools bench_transcript_tools --big
   run bench_service bench_service
   run bench_service_command_hook bench_service --command-hook
   run bench_claude_code bench_claude_code

@@ -9,7 +9,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 FOLDERS = ("docs", "prompts", "evals", "bench", "examples")
-DOCS = sorted([REPO / "README.md", *(p for folder in FOLDERS for p in (REPO / folder).rglob("*.md"))])
+#: Virtual environments the benches create (bench/.venv-inspect) are not the repository's.
+DOCS = sorted(
+    [
+        REPO / "README.md",
+        *(
+            p
+            for folder in FOLDERS
+            for p in (REPO / folder).rglob("*.md")
+            if not any(part.startswith(".venv") for part in p.relative_to(REPO).parts)
+        ),
+    ]
+)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#+\s+(.*)$", re.MULTILINE)
 #: Documents that exist outside this repository only; citing them leaves readers stranded.
