@@ -14,8 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +23,7 @@ import pytest
 
 import judge
 from judge.testing import LLMRequest, Reply, call, say
-from tests.realclient.harness import JUDGE_MODEL, ClaudeSession, hook_notes
+from tests.realclient.harness import JUDGE_MODEL, ClaudeSession, hook_notes, stop_residents
 
 pytestmark = pytest.mark.slow
 
@@ -50,19 +48,6 @@ def test_the_repository_is_a_valid_one_plugin_marketplace(claude_binary: Path, t
     manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
     assert manifest["version"] == judge.__version__
     assert manifest["userConfig"]["api_key"]["sensitive"] is True
-
-
-def residents(folder: str) -> list[int]:
-    pids = []
-    for path in Path(folder).glob("*.sock"):
-        with socket.socket(socket.AF_UNIX) as sock:
-            try:
-                sock.connect(str(path))
-            except OSError:
-                continue
-            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
-            pids.append(int.from_bytes(creds[:4], sys.byteorder))
-    return pids
 
 
 def test_a_session_with_the_plugin_loaded_judges_a_stop(session: ClaudeSession) -> None:
@@ -93,8 +78,7 @@ def test_a_session_with_the_plugin_loaded_judges_a_stop(session: ClaudeSession) 
             judge_handler=judge_model,
         )
     finally:
-        for pid in residents(runtime):
-            os.kill(pid, signal.SIGTERM)
+        stop_residents(runtime)
         shutil.rmtree(runtime, ignore_errors=True)
     assert result.returncode == 0, result.explain()
     starts = [
