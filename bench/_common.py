@@ -86,6 +86,15 @@ class ModelServer:
         }
 
 
+def compile_judge() -> None:
+    """Write the judge package's bytecode, as a wheel install does: an editable install
+    run with ``PYTHONDONTWRITEBYTECODE`` set never writes it, and every process timed would
+    then compile the modules it imports."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "judge"), quiet=1)
+
+
 def children_cpu() -> float:
     """CPU seconds (user + system) of the children waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)

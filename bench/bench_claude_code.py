@@ -40,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import PYTHON, ROOT, ModelServer, machine, table
+from _common import PYTHON, ROOT, ModelServer, compile_judge, machine, table
 
 MINIMAL_HOOK = """
 import json, re, sys, yaml
@@ -374,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20, help="runs per row (median)")
     parser.add_argument("--mb", type=float, default=100.0, help="session transcript size for the Stop bench")
     args = parser.parse_args(argv)
+    compile_judge()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         rows, command = invocation_rows(args.n, folder)

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import machine, table
+from _common import compile_judge, machine, table
 
 from judge.config import Hook
 from judge.hooks.command import run_command_hook
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--n", type=int, default=50, help="hooks per row (default 50)")
     args = parser.parse_args(argv)
+    compile_judge()
     rows = asyncio.run(run_all(args.n))
     wall0, cpu0 = rows[0][1], rows[0][2]
     print(f"command hook cost, median wall / mean child CPU per hook, n={args.n}; {machine()}")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import PYTHON, ModelServer, machine, table, timed_child
+from _common import PYTHON, ModelServer, compile_judge, machine, table, timed_child
 from bench_eval_throughput import baseline, write_suite
 
 TARGET = 1.5
@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 100, 500])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2], help="worker processes (rows)")
     opts = parser.parse_args(argv)
+    compile_judge()
     if opts.n < 1 or opts.latency <= 0 or min(opts.concurrency) < 1 or min(opts.workers) < 1:
         parser.error("--n, --latency, --concurrency and --workers must be positive")
     rows = []

@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import PYTHON, ModelServer, machine, table, timed_child
+from _common import PYTHON, ModelServer, compile_judge, machine, table, timed_child
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_VENV = HERE / ".venv-inspect"
@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=100, help="parallel gradings (default 100)")
     parser.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="Inspect AI's virtual environment")
     opts = parser.parse_args(argv)
+    compile_judge()
     if opts.n < 1 or opts.latency < 0 or opts.concurrency < 1:
         parser.error("--n and --concurrency must be positive, --latency not negative")
     inspect_python, version = ensure_inspect(opts.venv)

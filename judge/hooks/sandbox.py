@@ -169,8 +169,15 @@ def supervisor_args(
 
 
 def supervisor_argv(args: list[str]) -> list[str]:
-    """The command that starts the supervisor with ``args`` as a program of its own."""
-    return [sys.executable, "-I", "-S", sandbox_supervisor.__file__, *args]
+    """The command that starts the supervisor with ``args`` as a program of its own.
+
+    It imports the supervisor as a module rather than running its file as a script: a
+    script is compiled at every start, a module's bytecode is cached (about 2.7 ms of CPU
+    per command hook). Its folder goes at the end of ``sys.path``, after the standard
+    library, and ``-I -S`` keeps the hook's environment and site-packages out."""
+    folder = os.path.dirname(os.path.abspath(sandbox_supervisor.__file__))
+    boot = f"import sys; sys.path.append({folder!r}); import supervisor; supervisor.main(sys.argv)"
+    return [sys.executable, "-I", "-S", "-c", boot, *args]
 
 
 def give_to(user: HookUser | None, *paths: Path) -> None:

@@ -1,8 +1,9 @@
 """The per-hook supervisor: a small stdlib-only program between the judge and a command hook.
 
-Run as ``python -I -S sandbox_supervisor.py UID GID NAMESPACES DEADLINE CWD HOOK_ARGV...``
+Run as ``python -I -S supervisor.py UID GID NAMESPACES DEADLINE CWD HOOK_ARGV...``
 (``-`` for no uid/gid, ``1``/``0`` for namespaces, seconds) with the hook's (already scrubbed) environment;
-stdin/stdout/stderr are the hook's. It
+stdin/stdout/stderr are the hook's (:func:`judge.hooks.sandbox.supervisor_argv` imports it
+with ``-c`` instead, so that its bytecode is cached). It
 
 * makes itself a child subreaper, so every orphan of the hook is re-parented to it;
 * when ``namespaces`` is set and the kernel allows it, puts the hook in a new PID namespace
