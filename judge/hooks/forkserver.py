@@ -2,7 +2,7 @@
 
 Every command hook runs under a supervisor (:mod:`judge.hooks.supervisor`): the subreaper
 that kills all the hook left behind, the user switch, the PID namespace. Started as a
-program of its own, that supervisor costs an interpreter's start-up (~15 ms of CPU) per
+program of its own, that supervisor costs an interpreter's start-up (~13 ms of CPU) per
 hook. A judge that lives long — ``judge serve``, the resident Claude Code judge — starts
 one **fork server** instead (:mod:`judge.hooks.zygote`): a small program holding the
 supervisor's code, started with ``-I -S``, an empty environment and its own session; it
