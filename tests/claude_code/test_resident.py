@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.residents import stop_residents
 from tests.security.sandbox_probe import pids_with, token
 
 pytestmark = pytest.mark.slow
@@ -83,6 +84,7 @@ def runtime(tmp_path: Path) -> Iterator[dict[str, str]]:
         for pid in residents(folder):
             os.kill(pid, signal.SIGTERM)
         wait_until(lambda: not residents(folder), "the residents to stop")
+        stop_residents(folder)  # those no longer listening too (retired, busy workers)
         shutil.rmtree(folder, ignore_errors=True)
 
 

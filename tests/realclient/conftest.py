@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.realclient.claude_cli import find_claude
-from tests.realclient.harness import ClaudeSession, stop_residents
+from tests.realclient.harness import ClaudeSession
+from tests.residents import stop_residents
 
 
 @pytest.fixture(scope="session")

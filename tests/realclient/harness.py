@@ -17,16 +17,13 @@ next (:func:`tool_result_of`, :func:`hook_notes`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -269,36 +266,6 @@ class ClaudeSession:
         if not path.exists():
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def stop_residents(folder: Path | str) -> None:
-    """End the resident judges (and their workers) serving ``folder``: every process whose
-    command line is ``... claude-code resident FOLDER ...``; SIGKILL for any left after 10 s."""
-    target = str(folder)
-
-    def serving() -> list[int]:
-        pids = []
-        for entry in Path("/proc").iterdir():
-            try:
-                argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            words = [a.decode(errors="replace") for a in argv]
-            if "resident" in words and target in words and entry.name.isdigit():
-                pids.append(int(entry.name))
-        return pids
-
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        pids = serving()
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while pids and time.monotonic() < deadline:
-            time.sleep(0.05)
-            pids = serving()
-        if not pids:
-            return
 
 
 def append_rows_command(*rows: dict[str, Any]) -> str:

@@ -23,7 +23,8 @@ import pytest
 
 import judge
 from judge.testing import LLMRequest, Reply, call, say
-from tests.realclient.harness import JUDGE_MODEL, ClaudeSession, hook_notes, stop_residents
+from tests.realclient.harness import JUDGE_MODEL, ClaudeSession, hook_notes
+from tests.residents import stop_residents
 
 pytestmark = pytest.mark.slow
 
